@@ -1,0 +1,79 @@
+/* The pid-1 init of a sandbox: a static binary without libc, run from a sealed memfd.
+ * It builds the sandbox's world (mounts, hostname, fds, capabilities, Landlock, seccomp),
+ * forks the command, forwards signals, reaps everything and exits with the command's status.
+ * It runs in its own address space, so unlike the trampoline's child it may use its stack
+ * freely; it still must not depend on anything outside itself. */
+#ifndef COOP_INIT_H
+#define COOP_INIT_H
+
+#include "../protocol.h"
+#include "../sys.h"
+
+#define COOP_MAX_ARGS 4096
+#define COOP_MAX_ENV 512
+#define COOP_MAX_ENTRIES 256
+#define COOP_PATH_MAX 4096
+
+
+
+struct coop_pair {
+  const char *a;
+  const char *b;
+};
+
+struct coop_spec {
+  const char *argv[COOP_MAX_ARGS + 1];
+  int argc;
+  const char *envp[COOP_MAX_ENV + 1];
+  int envc;
+  const char *hostname;
+  const char *workspace;
+  int workspace_fd; /* an idmapped mount of the workspace from the gateway, or -1 */
+  const char *cwd;
+  const char *net;
+  unsigned long tmp_size;
+  int fail_at;
+  struct coop_pair ro_binds[COOP_MAX_ENTRIES];
+  int ro_bind_count;
+  struct coop_pair symlinks[COOP_MAX_ENTRIES];
+  int symlink_count;
+  struct coop_pair files[COOP_MAX_ENTRIES];
+  int file_count;
+  const char *dirs[COOP_MAX_ENTRIES];
+  int dir_count;
+};
+
+/* rt.c */
+void *memset(void *d, int c, unsigned long n);
+void *memcpy(void *d, const void *s, unsigned long n);
+unsigned long coop_strlen(const char *s);
+int coop_streq(const char *a, const char *b);
+int coop_strneq(const char *a, const char *b, unsigned long n);
+/* Joins a and b into out (size COOP_PATH_MAX); returns 0 or -ENAMETOOLONG. out may be a,
+ * never b. */
+int coop_join(char *out, const char *a, const char *b);
+unsigned long coop_parse_ulong(const char *s);
+void coop_ulong_to_str(unsigned long v, char *out);
+void coop_report(int kind, int a, int b);
+/* Marks the step about to run; fails it on purpose when the spec asks (error-path tests). */
+void coop_step(const struct coop_spec *spec, int step);
+/* Reports {step, errno} to the gateway and exits: nothing of the command has run. */
+__attribute__((noreturn)) void coop_fail(int step, long err);
+__attribute__((noreturn)) void coop_exit(int code);
+/* Calls coop_fail(step, -ret) when ret is a negative errno. */
+long coop_check(int step, long ret);
+
+/* spec.c */
+void coop_read_spec(struct coop_spec *spec);
+
+/* mounts.c */
+void coop_build_root(const struct coop_spec *spec);
+
+/* process.c */
+void coop_reset_signals(void);
+void coop_close_inherited_fds(void);
+void coop_loopback_up(void);
+void coop_drop_privileges(void);
+__attribute__((noreturn)) void coop_exec_command(const struct coop_spec *spec);
+
+#endif

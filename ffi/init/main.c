@@ -1,0 +1,127 @@
+/* The init's sequence, top to bottom. Every step that can fail reports {step, errno} on the
+ * report pipe and exits before the command runs. */
+#include "init.h"
+
+#include <linux/errno.h>
+#include <linux/fcntl.h>
+#include <linux/prctl.h>
+#include <linux/signal.h>
+#include <linux/wait.h>
+
+#define COOP_WIFEXITED(s) (((s) & 0x7f) == 0)
+#define COOP_WEXITSTATUS(s) (((s) >> 8) & 0xff)
+#define COOP_WTERMSIG(s) ((s) & 0x7f)
+
+static struct coop_spec spec;
+
+/* struct msghdr and cmsghdr as the kernel lays them out (no libc headers here). */
+struct coop_iovec {
+  void *base;
+  unsigned long len;
+};
+struct coop_msghdr {
+  void *name;
+  int namelen;
+  struct coop_iovec *iov;
+  unsigned long iovlen;
+  void *control;
+  unsigned long controllen;
+  int flags;
+};
+struct coop_cmsg_fd {
+  unsigned long len;
+  int level;
+  int type;
+  int fd;
+  int pad;
+};
+#define COOP_SOL_SOCKET 1
+#define COOP_SCM_RIGHTS 1
+#define COOP_MSG_CMSG_CLOEXEC 0x40000000
+
+/* Blocks until the gateway has written our uid/gid maps (it can only do that after clone).
+ * Returns the idmapped workspace mount it may send along (moved to COOP_FD_GO), or -1. */
+static int wait_for_go(void) {
+  char go = 0;
+  struct coop_iovec iov = {&go, 1};
+  struct coop_cmsg_fd cmsg = {0};
+  struct coop_msghdr msg = {0, 0, &iov, 1, &cmsg, sizeof cmsg, 0};
+  long n;
+  do n = SYS3(__NR_recvmsg, COOP_FD_GO, &msg, COOP_MSG_CMSG_CLOEXEC);
+  while (n == -EINTR);
+  if (n != 1) coop_fail(COOP_STEP_WAIT_GO, n < 0 ? -n : EPIPE);
+  int tree = -1;
+  if (msg.controllen >= sizeof cmsg - sizeof cmsg.pad && cmsg.level == COOP_SOL_SOCKET &&
+      cmsg.type == COOP_SCM_RIGHTS) {
+    /* Keep it below COOP_FD_FIRST_FREE so closing inherited fds spares it. */
+    coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, cmsg.fd, COOP_FD_GO, O_CLOEXEC));
+    SYS1(__NR_close, cmsg.fd);
+    tree = COOP_FD_GO;
+  } else {
+    SYS1(__NR_close, COOP_FD_GO);
+  }
+  /* Become the mapped uid/gid 0 (the invoking user, or an unprivileged uid for root). */
+  coop_check(COOP_STEP_ID_MAP, SYS3(__NR_setresgid, 0, 0, 0));
+  coop_check(COOP_STEP_ID_MAP, SYS3(__NR_setresuid, 0, 0, 0));
+  return tree;
+}
+
+/* pid 1 of the namespace: forwards the gateway's signals to the command, reaps every
+ * process, and exits with the command's status — which kills whatever is left. */
+__attribute__((noreturn)) static void supervise(long command) {
+  /* Our copies of the command's stdio would keep the gateway's pipes open. */
+  SYS1(__NR_close, 0), SYS1(__NR_close, 1), SYS1(__NR_close, 2);
+  unsigned long all = ~0UL;
+  char info[128];
+  for (;;) {
+    long sig = SYS4(__NR_rt_sigtimedwait, &all, info, 0, 8);
+    if (sig == SIGCHLD) {
+      int status;
+      long pid;
+      while ((pid = SYS4(__NR_wait4, -1, &status, WNOHANG, 0)) > 0) {
+        if (pid != command) continue;
+        coop_report(COOP_REC_EXIT, status, 0);
+        coop_exit(COOP_WIFEXITED(status) ? COOP_WEXITSTATUS(status)
+                                         : 128 + COOP_WTERMSIG(status));
+      }
+    } else if (sig > 0) {
+      SYS2(__NR_kill, command, sig);
+    }
+  }
+}
+
+void coop_init_main(void) {
+  /* All signals arrive blocked (the trampoline blocks them around clone); they stay blocked
+   * in the init, which takes them with sigtimedwait instead of handlers. */
+  spec.workspace_fd = wait_for_go();
+  /* Dies with the gateway's thread that spawned us; that thread is the JS main thread. */
+  SYS5(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+  coop_step(0, COOP_STEP_SIGNALS);
+  coop_reset_signals();
+  coop_close_inherited_fds();
+  coop_read_spec(&spec);
+
+  coop_build_root(&spec);
+  if (coop_streq(spec.net, "none")) {
+    coop_step(&spec, COOP_STEP_LOOPBACK);
+    coop_loopback_up();
+  }
+
+  coop_step(&spec, COOP_STEP_HOSTNAME);
+  coop_check(COOP_STEP_HOSTNAME,
+             SYS2(__NR_sethostname, spec.hostname, coop_strlen(spec.hostname)));
+  coop_step(&spec, COOP_STEP_SETSID);
+  coop_check(COOP_STEP_SETSID, SYS0(__NR_setsid));
+  coop_step(&spec, COOP_STEP_CHDIR);
+  coop_check(COOP_STEP_CHDIR, SYS1(__NR_chdir, spec.cwd));
+
+  coop_step(&spec, COOP_STEP_DROP_CAPABILITIES);
+  coop_drop_privileges();
+
+  coop_report(COOP_REC_READY, 0, 0);
+  coop_step(&spec, COOP_STEP_FORK);
+  long pid = coop_check(COOP_STEP_FORK, SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0));
+  if (pid == 0) coop_exec_command(&spec);
+  supervise(pid);
+}

@@ -1,0 +1,73 @@
+/* The contract between the TypeScript side, the trampoline and the pid-1 init.
+ * src/sandbox/protocol.ts mirrors every number here; tests/unit/protocol_test.ts checks that
+ * the two files agree. */
+#ifndef COOP_PROTOCOL_H
+#define COOP_PROTOCOL_H
+
+/* File descriptors the init starts with. */
+#define COOP_FD_REPORT 3 /* write end: records to the gateway */
+#define COOP_FD_SPEC 4   /* read: the serialized spec (a sealed memfd) */
+#define COOP_FD_GO 5     /* socket: one byte once the id maps are written, maybe with the
+                           * workspace as an idmapped mount (SCM_RIGHTS); then that mount */
+#define COOP_FD_FIRST_FREE 6
+
+/* A record on the report pipe: three native-endian int32. */
+struct coop_record {
+  int kind;
+  int a;
+  int b;
+};
+#define COOP_REC_ERROR 1 /* a = step, b = errno: setup failed, nothing ran */
+#define COOP_REC_EXEC 2  /* a = errno: the command itself could not be executed */
+#define COOP_REC_EXIT 3  /* a = wait status of the command */
+#define COOP_REC_READY 4 /* setup finished; a = landlock ABI in force (0: none), b = seccomp on */
+
+/* Setup steps, in the order they run. Numbers are stable; the TypeScript name of
+ * COOP_STEP_MOUNT_PRIVATE is "mount-private". */
+#define COOP_STEP_SPEC 1
+#define COOP_STEP_CLONE 2
+#define COOP_STEP_ID_MAP 3
+#define COOP_STEP_EXEC_INIT 4
+#define COOP_STEP_WAIT_GO 5
+#define COOP_STEP_SIGNALS 6
+#define COOP_STEP_MOUNT_PRIVATE 7
+#define COOP_STEP_MOUNT_ROOT 8
+#define COOP_STEP_PIVOT_ROOT 9
+#define COOP_STEP_BIND_READONLY 10
+#define COOP_STEP_MOUNT_WORKSPACE 11
+#define COOP_STEP_MOUNT_TMP 12
+#define COOP_STEP_MOUNT_DEV 13
+#define COOP_STEP_MOUNT_PROC 14
+#define COOP_STEP_WRITE_ETC 15
+#define COOP_STEP_SYMLINKS 16
+#define COOP_STEP_UMOUNT_OLDROOT 17
+#define COOP_STEP_REMOUNT_ROOT_READONLY 18
+#define COOP_STEP_HOSTNAME 19
+#define COOP_STEP_SETSID 20
+#define COOP_STEP_CHDIR 21
+#define COOP_STEP_CLOSE_FDS 22
+#define COOP_STEP_RLIMITS 23
+#define COOP_STEP_DROP_CAPABILITIES 24
+#define COOP_STEP_NO_NEW_PRIVS 25
+#define COOP_STEP_LANDLOCK 26
+#define COOP_STEP_SECCOMP 27
+#define COOP_STEP_FORK 28
+#define COOP_STEP_LOOPBACK 29
+
+/* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
+#define COOP_SPEC_MAGIC "COOP-SPEC-1"
+#define COOP_TAG_ARG 'a'      /* argv element */
+#define COOP_TAG_ENV 'e'      /* "NAME=value" */
+#define COOP_TAG_HOSTNAME 'h' /* hostname */
+#define COOP_TAG_WORKSPACE 'w' /* host path, bound read-write at /work */
+#define COOP_TAG_RO_BIND 'r'  /* host path, sandbox path */
+#define COOP_TAG_SYMLINK 'l'  /* target, sandbox path */
+#define COOP_TAG_FILE 'f'     /* sandbox path, content */
+#define COOP_TAG_DIR 'd'      /* sandbox path */
+#define COOP_TAG_TMP_SIZE 't' /* bytes, decimal */
+#define COOP_TAG_NET 'n'      /* "none" or "host" */
+#define COOP_TAG_CWD 'c'      /* sandbox path */
+#define COOP_TAG_FAIL_AT 'x'  /* step number: fail there on purpose (tests of error paths) */
+#define COOP_TAG_END 'z'
+
+#endif

@@ -1,0 +1,361 @@
+/* The trampoline: the only code that runs between clone and the init's execve.
+ *
+ * The child is made posix_spawn-style with CLONE_VM|CLONE_VFORK, so it costs no page-table
+ * copy of the (large, multithreaded) Deno process; it shares Deno's memory until it execs,
+ * which is why it runs only raw system calls, touches nothing but its own arguments and
+ * allocates nothing. Everything else — mounts, capabilities, the command — happens in the
+ * init, a separate static binary with its own address space (ffi/init/).
+ *
+ * TypeScript calls these functions through Deno.dlopen (src/sandbox/ffi.ts). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "protocol.h"
+#include "sys.h"
+
+#ifndef COOP_SOURCE_HASH
+#error "build with scripts/build_ffi.ts: it defines COOP_SOURCE_HASH"
+#endif
+
+extern const unsigned char coop_init_blob[];
+extern const unsigned long coop_init_blob_size;
+
+#define CHILD_STACK_SIZE (64 * 1024)
+
+/* Indexes of the int32 arrays exchanged with TypeScript (src/sandbox/ffi.ts). */
+enum { P_NEW_NET, P_OUTER_UID, P_OUTER_GID, P_WANT_STDIN, P_COUNT };
+enum { O_PID, O_PIDFD, O_STDIN, O_STDOUT, O_STDERR, O_REPORT, O_ERR_STEP, O_ERR_ERRNO, O_COUNT };
+
+struct child_args {
+  int fds[6]; /* become the init's 0-5: stdin, stdout, stderr, report, spec, go */
+  int init_fd;
+  volatile int exec_errno; /* written by the child if execveat fails (memory is shared) */
+};
+
+static const char *const init_argv[] = {"coop-init", NULL};
+static const char *const init_envp[] = {NULL};
+
+const char *coop_source_hash(void) { return COOP_SOURCE_HASH; }
+
+/* The init binary, in a sealed memfd made once per process. */
+static int init_memfd(void) {
+  static int cached = -1;
+  int fd = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+  if (fd >= 0) return fd;
+  fd = memfd_create("coop-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -errno;
+  unsigned long off = 0;
+  while (off < coop_init_blob_size) {
+    ssize_t n = write(fd, coop_init_blob + off, coop_init_blob_size - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      close(fd);
+      return -err;
+    }
+    off += (unsigned long)n;
+  }
+  /* Sealed: nothing, not even a process that inherits this fd, can change the init. */
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
+    int err = errno;
+    close(fd);
+    return -err;
+  }
+  int expected = -1;
+  if (!__atomic_compare_exchange_n(&cached, &expected, fd, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    close(fd);
+    return expected;
+  }
+  return fd;
+}
+
+static int spec_memfd(const uint8_t *spec, size_t len) {
+  int fd = memfd_create("coop-spec", MFD_CLOEXEC);
+  if (fd < 0) return -errno;
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, spec + off, len - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      close(fd);
+      return -err;
+    }
+    off += (size_t)n;
+  }
+  if (lseek(fd, 0, SEEK_SET) < 0) {
+    int err = errno;
+    close(fd);
+    return -err;
+  }
+  return fd;
+}
+
+/* The child has every capability in its new user namespace, but its uid is not mapped until
+ * the gateway writes the maps, which it can only do after clone — and execve by an unmapped
+ * (non-zero) uid clears the capabilities. Raising them as ambient capabilities carries them
+ * into the init, which switches to the mapped uid 0 and later drops them all. */
+static void keep_capabilities_across_exec(void) {
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  if (SYS2(__NR_capget, &hdr, data) < 0) return;
+  data[0].inheritable = data[0].permitted;
+  data[1].inheritable = data[1].permitted;
+  if (SYS2(__NR_capset, &hdr, data) < 0) return;
+  for (int cap = 0; cap < 64; cap++)
+    if (SYS5(__NR_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) == -EINVAL) break;
+}
+
+/* When root invokes, the sandbox's root is an unprivileged uid, which would neither reach a
+ * root-owned workspace nor leave files owned by the invoker. An idmapped mount of the
+ * workspace, mapped through the sandbox's own user namespace, makes the invoker's files the
+ * sandbox root's and stores what the sandbox creates as the invoker's. Only a process with
+ * CAP_SYS_ADMIN in the initial namespace can make it, so the gateway makes it here and hands
+ * it to the init with the go byte. */
+static int idmapped_workspace(pid_t pid, const char *workspace) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/ns/user", pid);
+  int userns = open(path, O_RDONLY | O_CLOEXEC);
+  if (userns < 0) return -errno;
+  int tree = (int)syscall(SYS_open_tree, AT_FDCWD, workspace,
+                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  if (tree < 0) {
+    int err = errno;
+    close(userns);
+    return -err;
+  }
+  struct mount_attr attr = {
+      .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+      .userns_fd = (uint64_t)userns,
+  };
+  long r = syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr);
+  int err = errno;
+  close(userns);
+  if (r < 0) {
+    close(tree);
+    return -err;
+  }
+  return tree;
+}
+
+/* Sends the go byte, with the workspace mount attached when there is one. */
+static int send_go(int sock, int fd) {
+  char byte = 'g';
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  union {
+    struct cmsghdr hdr;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } control;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (fd >= 0) {
+    memset(&control, 0, sizeof control);
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  ssize_t n;
+  do n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == 1 ? 0 : n < 0 ? -errno : -EPIPE;
+}
+
+/* Runs in the child, on its own stack, in Deno's memory, with every signal blocked. */
+static int child_main(void *p) {
+  struct child_args *a = p;
+  long tmp[6], exe;
+  keep_capabilities_across_exec();
+  /* Move everything above any target number first, so no dup3 below clobbers a source. */
+  for (int i = 0; i < 6; i++) {
+    tmp[i] = SYS3(__NR_fcntl, a->fds[i], F_DUPFD_CLOEXEC, 64);
+    if (tmp[i] < 0) goto fail_tmp;
+  }
+  exe = SYS3(__NR_fcntl, a->init_fd, F_DUPFD_CLOEXEC, 64);
+  if (exe < 0) {
+    tmp[0] = exe;
+    goto fail_tmp;
+  }
+  for (int i = 0; i < 6; i++) {
+    long r = SYS3(__NR_dup3, tmp[i], i, 0);
+    if (r < 0) {
+      a->exec_errno = (int)-r;
+      SYS1(__NR_exit, 127);
+    }
+  }
+  long r = SYS5(__NR_execveat, exe, "", init_argv, init_envp, AT_EMPTY_PATH);
+  a->exec_errno = (int)-r;
+  SYS1(__NR_exit, 127);
+  return 127;
+fail_tmp:
+  for (int i = 0; i < 6; i++)
+    if (tmp[i] < 0) {
+      a->exec_errno = (int)-tmp[i];
+      break;
+    }
+  SYS1(__NR_exit, 127);
+  return 127;
+}
+
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  ssize_t n = write(fd, text, strlen(text));
+  int err = n < 0 ? errno : 0;
+  close(fd);
+  return -err;
+}
+
+/* Sandbox root ↔ the given outer ids. Only the parent can write these maps for a root
+ * invoker mapping an unprivileged uid; doing it here for everyone keeps one code path. */
+static int write_id_maps(pid_t pid, int uid, int gid) {
+  char path[64], map[64];
+  int r;
+  snprintf(path, sizeof path, "/proc/%d/setgroups", pid);
+  if ((r = write_file(path, "deny"))) return r;
+  snprintf(path, sizeof path, "/proc/%d/uid_map", pid);
+  snprintf(map, sizeof map, "0 %d 1\n", uid);
+  if ((r = write_file(path, map))) return r;
+  snprintf(path, sizeof path, "/proc/%d/gid_map", pid);
+  snprintf(map, sizeof map, "0 %d 1\n", gid);
+  return write_file(path, map);
+}
+
+static void close_all(int *fds, int n) {
+  for (int i = 0; i < n; i++)
+    if (fds[i] >= 0) close(fds[i]), fds[i] = -1;
+}
+
+static int fail(int32_t *out, int step, int err) {
+  out[O_ERR_STEP] = step;
+  out[O_ERR_ERRNO] = err;
+  return -1;
+}
+
+/* Starts a sandbox. params: see P_*; out: see O_*. Returns 0, or -1 with out[O_ERR_*] set.
+ * idmap_workspace: NULL, or the workspace to hand over as an idmapped mount (root invokers).
+ * On success the caller owns pid (reap it), pidfd and the three pipes and the report pipe. */
+int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
+               const char *idmap_workspace, int32_t *out) {
+  int pipes[5][2], n_pipes = 0, spec_fd = -1;
+  for (int i = 0; i < O_COUNT; i++) out[i] = -1;
+
+  int exe = init_memfd();
+  if (exe < 0) return fail(out, COOP_STEP_EXEC_INIT, -exe);
+  spec_fd = spec_memfd(spec, spec_len);
+  if (spec_fd < 0) return fail(out, COOP_STEP_SPEC, -spec_fd);
+  for (; n_pipes < 5; n_pipes++) {
+    int r = n_pipes < 4 ? pipe2(pipes[n_pipes], O_CLOEXEC)
+                        : socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipes[n_pipes]);
+    if (r < 0) {
+      int err = errno;
+      close(spec_fd);
+      close_all(&pipes[0][0], n_pipes * 2);
+      return fail(out, COOP_STEP_CLONE, err);
+    }
+  }
+  /* pipes: 0 stdin, 1 stdout, 2 stderr, 3 report, 4 go (a socket: it may carry an fd) */
+  struct child_args args = {
+      .fds = {pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], spec_fd, pipes[4][0]},
+      .init_fd = exe,
+      .exec_errno = 0,
+  };
+  char *stack = malloc(CHILD_STACK_SIZE);
+  if (!stack) {
+    close(spec_fd);
+    close_all(&pipes[0][0], 10);
+    return fail(out, COOP_STEP_CLONE, ENOMEM);
+  }
+
+  int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+              CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP | SIGCHLD;
+  if (params[P_NEW_NET]) flags |= CLONE_NEWNET;
+  int pidfd = -1;
+  sigset_t all, old;
+  sigfillset(&all);
+  /* The child must never run one of Deno's signal handlers on Deno's memory. */
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = clone(child_main, stack + CHILD_STACK_SIZE, flags, &args, &pidfd);
+  int clone_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  free(stack); /* CLONE_VFORK: the child has exec'd or exited by now */
+
+  /* The child's ends and the spec now live in the init (or nowhere). */
+  close(spec_fd);
+  close(pipes[0][0]), close(pipes[1][1]), close(pipes[2][1]), close(pipes[3][1]);
+  close(pipes[4][0]);
+  int ours[5] = {pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0], pipes[4][1]};
+
+  if (pid < 0) {
+    close_all(ours, 5);
+    return fail(out, COOP_STEP_CLONE, clone_errno);
+  }
+  int step = 0, err = 0;
+  if (args.exec_errno) {
+    step = COOP_STEP_EXEC_INIT, err = args.exec_errno;
+  } else {
+    int r = write_id_maps(pid, params[P_OUTER_UID], params[P_OUTER_GID]);
+    if (r) step = COOP_STEP_ID_MAP, err = -r;
+  }
+  int tree = -1;
+  if (!step && idmap_workspace) {
+    tree = idmapped_workspace(pid, idmap_workspace);
+    if (tree < 0) step = COOP_STEP_MOUNT_WORKSPACE, err = -tree;
+  }
+  if (!step) {
+    int r = send_go(ours[4], tree);
+    if (r) step = COOP_STEP_WAIT_GO, err = -r;
+  }
+  if (tree >= 0) close(tree);
+  close(ours[4]);
+  if (step) {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    waitpid(pid, NULL, __WALL);
+    close(pidfd);
+    close_all(ours, 4);
+    return fail(out, step, err);
+  }
+  if (!params[P_WANT_STDIN]) close(ours[0]), ours[0] = -1;
+  out[O_PID] = pid;
+  out[O_PIDFD] = pidfd;
+  out[O_STDIN] = ours[0];
+  out[O_STDOUT] = ours[1];
+  out[O_STDERR] = ours[2];
+  out[O_REPORT] = ours[3];
+  return 0;
+}
+
+/* waitpid(pid, WNOHANG) for one known child: 0 while it runs, its pid once reaped. */
+int coop_wait(int pid, int32_t *status) {
+  int st = 0;
+  int r = waitpid(pid, &st, WNOHANG | __WALL);
+  if (r < 0) return -errno;
+  *status = st;
+  return r;
+}
+
+/* Signals the init through its pidfd; SIGKILL there ends the whole pid namespace. */
+int coop_kill(int pidfd, int sig) {
+  return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+}
+
+int coop_close(int fd) { return close(fd) < 0 ? -errno : 0; }

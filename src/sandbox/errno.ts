@@ -1,0 +1,45 @@
+/**
+ * Linux errno names for the numbers the trampoline reports.
+ * @module
+ */
+
+const NAMES: Record<number, [string, string]> = {
+  1: ["EPERM", "operation not permitted"],
+  2: ["ENOENT", "no such file or directory"],
+  3: ["ESRCH", "no such process"],
+  4: ["EINTR", "interrupted system call"],
+  5: ["EIO", "input/output error"],
+  7: ["E2BIG", "argument list too long"],
+  8: ["ENOEXEC", "exec format error"],
+  9: ["EBADF", "bad file descriptor"],
+  11: ["EAGAIN", "resource temporarily unavailable"],
+  12: ["ENOMEM", "cannot allocate memory"],
+  13: ["EACCES", "permission denied"],
+  14: ["EFAULT", "bad address"],
+  16: ["EBUSY", "device or resource busy"],
+  17: ["EEXIST", "file exists"],
+  20: ["ENOTDIR", "not a directory"],
+  21: ["EISDIR", "is a directory"],
+  22: ["EINVAL", "invalid argument"],
+  24: ["EMFILE", "too many open files"],
+  26: ["ETXTBSY", "text file busy"],
+  28: ["ENOSPC", "no space left on device"],
+  30: ["EROFS", "read-only file system"],
+  32: ["EPIPE", "broken pipe"],
+  36: ["ENAMETOOLONG", "file name too long"],
+  38: ["ENOSYS", "function not implemented"],
+  40: ["ELOOP", "too many levels of symbolic links"],
+  71: ["EPROTO", "protocol error"],
+  95: ["EOPNOTSUPP", "operation not supported"],
+  125: ["ECANCELED", "operation canceled (forced failure)"],
+};
+
+/** `EACCES`, or `errno 123` for numbers this table does not know. */
+export function errnoName(errno: number): string {
+  return NAMES[errno]?.[0] ?? `errno ${errno}`;
+}
+
+/** A short human description, e.g. `permission denied`. */
+export function errnoText(errno: number): string {
+  return NAMES[errno]?.[1] ?? `errno ${errno}`;
+}

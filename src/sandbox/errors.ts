@@ -1,0 +1,50 @@
+/**
+ * Errors of the sandbox library. Each has a stable `code` and a message a user can act on.
+ * @module
+ */
+import { errnoName, errnoText } from "./errno.ts";
+
+/** Base class of every error the sandbox library throws on purpose. */
+export class SandboxError extends Error {
+  /** A stable machine-readable code, e.g. `sandbox.setup`. */
+  readonly code: string;
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "SandboxError";
+    this.code = code;
+  }
+}
+
+/** The sandbox could not be built: `step` failed with `errno`; nothing of the command ran. */
+export class SandboxSetupError extends SandboxError {
+  /** The setup step that failed, e.g. `mount-workspace`. */
+  readonly step: string;
+  /** The errno the kernel returned for that step. */
+  readonly errno: number;
+  constructor(step: string, errno: number, hint?: string) {
+    super(
+      "sandbox.setup",
+      `sandbox setup failed at step "${step}": ${errnoName(errno)} (${errnoText(errno)})` +
+        (hint ? ` — ${hint}` : ""),
+    );
+    this.name = "SandboxSetupError";
+    this.step = step;
+    this.errno = errno;
+  }
+}
+
+/** The sandbox cannot run on this machine at all (no library, wrong platform, stale build). */
+export class SandboxUnavailableError extends SandboxError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("sandbox.unavailable", message, options);
+    this.name = "SandboxUnavailableError";
+  }
+}
+
+/** A policy or exec option is invalid; `path` names the offending field. */
+export class SandboxPolicyError extends SandboxError {
+  constructor(message: string) {
+    super("sandbox.policy", message);
+    this.name = "SandboxPolicyError";
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * `exec()`: run one command in a fresh sandbox and collect its result.
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { SandboxPolicyError } from "./errors.ts";
+import { errnoName, errnoText } from "./errno.ts";
+import { captureOutput } from "./output_capture.ts";
+import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
+import type { StepName } from "./protocol.ts";
+import { spawnSandboxed } from "./spawn.ts";
+
+const log = getLogger(["coop", "sandbox"]);
+
+/** Default cap on each of stdout and stderr. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1 << 20;
+/** Default wall-clock limit. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+
+/** Options for one `exec()` call. */
+export interface ExecOptions {
+  /** Wall-clock limit; the whole sandbox is killed when it passes. Default 120 s. */
+  timeoutMs?: number;
+  /** Bytes written to the command's stdin (then closed). Default: empty stdin. */
+  stdin?: string | Uint8Array;
+  /** Extra environment variables for this command. */
+  env?: Record<string, string>;
+  /** Cap on each of stdout and stderr; the rest is drained and dropped. Default 1 MiB. */
+  maxOutputBytes?: number;
+  /** Fail this setup step on purpose (tests of the error path). */
+  failAt?: StepName;
+}
+
+/** The outcome of a sandboxed command. */
+export interface ExecResult {
+  /** Exit code; `128 + n` when killed by signal n; 127 when the command was not found. */
+  exitCode: number;
+  /** The killing signal, e.g. `SIGKILL`, or null. */
+  signal: string | null;
+  /** True when the timeout ended the sandbox. */
+  timedOut: boolean;
+  /** Captured stdout (UTF-8, invalid bytes replaced). */
+  stdout: string;
+  /** Captured stderr, followed by Coop's note when the command could not be executed. */
+  stderr: string;
+  /** True when stdout or stderr hit `maxOutputBytes`. */
+  truncated: boolean;
+  /** Wall-clock time from spawn to the sandbox being gone. */
+  durationMs: number;
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new SandboxPolicyError(`${name} must be a positive number, got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * Runs `argv` (no shell unless you ask for one) in a new sandbox and waits for it.
+ * Rejects with `SandboxSetupError` when the sandbox cannot be built — the command never ran.
+ *
+ * @example
+ * ```ts
+ * const r = await exec({ workspace: "/tmp/ws" }, ["sh", "-c", "echo hello"], { timeoutMs: 5000 });
+ * r.stdout; // "hello\n"
+ * ```
+ */
+export async function exec(
+  policy: SandboxPolicyInput | SandboxPolicy,
+  argv: readonly string[],
+  options: ExecOptions = {},
+): Promise<ExecResult> {
+  const timeoutMs = positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
+  const limit = positive("maxOutputBytes", options.maxOutputBytes, DEFAULT_MAX_OUTPUT_BYTES);
+  const started = performance.now();
+  const child = await spawnSandboxed(policy, argv, {
+    env: options.env,
+    stdin: options.stdin !== undefined,
+    failAt: options.failAt,
+  });
+  if (child.stdin) child.stdin.end(options.stdin);
+  const stdout = captureOutput(child.stdout, limit);
+  const stderr = captureOutput(child.stderr, limit);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, timeoutMs);
+  try {
+    const status = await child.status;
+    const [out, err] = await Promise.all([stdout, stderr]);
+    const decoder = new TextDecoder();
+    let stderrText = decoder.decode(err.bytes);
+    if (status.execErrno !== null) {
+      const what = status.execErrno === 2 ? "command not found" : errnoText(status.execErrno);
+      stderrText += `coop: ${argv[0]}: ${what} (${errnoName(status.execErrno)})\n`;
+    }
+    const result: ExecResult = {
+      exitCode: status.exitCode,
+      signal: status.signal,
+      timedOut,
+      stdout: decoder.decode(out.bytes),
+      stderr: stderrText,
+      truncated: out.truncated || err.truncated,
+      durationMs: performance.now() - started,
+    };
+    log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
+      command: argv[0],
+      exitCode: result.exitCode,
+      signal: result.signal,
+      timedOut,
+      truncated: result.truncated,
+      durationMs: Math.round(result.durationMs * 100) / 100,
+    });
+    return result;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Loads the trampoline library (`ffi/`, built by `deno task build:ffi`) and checks that it
+ * was built from the sources in this checkout.
+ * @module
+ */
+import { SandboxUnavailableError } from "./errors.ts";
+import { hashSources } from "./source_hash.ts";
+
+const SYMBOLS = {
+  coop_source_hash: { parameters: [], result: "pointer" },
+  coop_spawn: { parameters: ["buffer", "usize", "buffer", "buffer", "buffer"], result: "i32" },
+  coop_wait: { parameters: ["i32", "buffer"], result: "i32" },
+  coop_kill: { parameters: ["i32", "i32"], result: "i32" },
+  coop_close: { parameters: ["i32"], result: "i32" },
+} as const;
+
+/** The trampoline's functions, as Deno.dlopen exposes them. */
+export type Trampoline = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+
+/** Indexes of coop_spawn's `params` array (`P_*` in ffi/spawn.c). */
+export const PARAM = { newNet: 0, outerUid: 1, outerGid: 2, wantStdin: 3, count: 4 } as const;
+/** Indexes of coop_spawn's `out` array (`O_*` in ffi/spawn.c). */
+export const OUT = {
+  pid: 0,
+  pidfd: 1,
+  stdin: 2,
+  stdout: 3,
+  stderr: 4,
+  report: 5,
+  errStep: 6,
+  errErrno: 7,
+  count: 8,
+} as const;
+
+const ROOT = new URL("../..", import.meta.url);
+const REBUILD = "run `deno task build:ffi` (needs gcc), or `./coop` which builds it for you";
+
+/** Where the library is looked for: `$COOP_SANDBOX_LIB`, else `build/` of this checkout. */
+export function libraryPath(): string {
+  return Deno.env.get("COOP_SANDBOX_LIB") ?? new URL("build/libcoop_sandbox.so", ROOT).pathname;
+}
+
+let loaded: Promise<Trampoline> | undefined;
+
+/** Opens the library once; rejects with a SandboxUnavailableError that says how to fix it. */
+export function loadTrampoline(): Promise<Trampoline> {
+  loaded ??= open().catch((error) => {
+    loaded = undefined;
+    throw error;
+  });
+  return loaded;
+}
+
+async function open(): Promise<Trampoline> {
+  if (Deno.build.os !== "linux") {
+    throw new SandboxUnavailableError(
+      `the Linux sandbox needs Linux; this is ${Deno.build.os}`,
+    );
+  }
+  const path = libraryPath();
+  let library: Deno.DynamicLibrary<typeof SYMBOLS>;
+  try {
+    library = Deno.dlopen(path, SYMBOLS);
+  } catch (cause) {
+    throw new SandboxUnavailableError(
+      `cannot load the sandbox library ${path}: ${(cause as Error).message}; ${REBUILD}`,
+      { cause },
+    );
+  }
+  const pointer = library.symbols.coop_source_hash();
+  const built = pointer ? Deno.UnsafePointerView.getCString(pointer) : "";
+  const sourceDir = new URL("ffi", ROOT).pathname;
+  const haveSources = await Deno.stat(sourceDir).then(() => true, () => false);
+  if (haveSources) {
+    const expected = await hashSources(sourceDir);
+    if (built !== expected) {
+      library.close();
+      throw new SandboxUnavailableError(
+        `the sandbox library ${path} was built from other sources than ${sourceDir} ` +
+          `(library ${built.slice(0, 12) || "unknown"}, sources ${expected.slice(0, 12)}); ` +
+          REBUILD,
+      );
+    }
+  }
+  return library.symbols;
+}

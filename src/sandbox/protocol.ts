@@ -1,0 +1,79 @@
+/**
+ * Numbers shared with the C side (`ffi/protocol.h`); `tests/unit/protocol_test.ts` checks
+ * that both files agree.
+ * @module
+ */
+
+/** Setup steps in the order the trampoline and init run them. */
+export const STEPS = {
+  1: "spec",
+  2: "clone",
+  3: "id-map",
+  4: "exec-init",
+  5: "wait-go",
+  6: "signals",
+  7: "mount-private",
+  8: "mount-root",
+  9: "pivot-root",
+  10: "bind-readonly",
+  11: "mount-workspace",
+  12: "mount-tmp",
+  13: "mount-dev",
+  14: "mount-proc",
+  15: "write-etc",
+  16: "symlinks",
+  17: "umount-oldroot",
+  18: "remount-root-readonly",
+  19: "hostname",
+  20: "setsid",
+  21: "chdir",
+  22: "close-fds",
+  23: "rlimits",
+  24: "drop-capabilities",
+  25: "no-new-privs",
+  26: "landlock",
+  27: "seccomp",
+  28: "fork",
+  29: "loopback",
+} as const;
+
+/** The name of a setup step, e.g. `"mount-workspace"`. */
+export type StepName = (typeof STEPS)[keyof typeof STEPS];
+
+/** Looks up a step number by name. */
+export function stepNumber(name: StepName): number {
+  for (const [number, stepName] of Object.entries(STEPS)) {
+    if (stepName === name) return Number(number);
+  }
+  throw new Error(`unknown step ${name}`);
+}
+
+/** Names a step number from the C side, keeping unknown numbers visible. */
+export function stepName(step: number): string {
+  return (STEPS as Record<number, string>)[step] ?? `step-${step}`;
+}
+
+/** Record kinds on the report pipe: three native-endian int32 each. */
+export const RECORD = { error: 1, exec: 2, exit: 3, ready: 4 } as const;
+/** Bytes per report record. */
+export const RECORD_SIZE = 12;
+
+/** Spec tags (`COOP_TAG_*`). */
+export const TAG = {
+  arg: "a",
+  env: "e",
+  hostname: "h",
+  workspace: "w",
+  roBind: "r",
+  symlink: "l",
+  file: "f",
+  dir: "d",
+  tmpSize: "t",
+  net: "n",
+  cwd: "c",
+  failAt: "x",
+  end: "z",
+} as const;
+
+/** First string of every spec. */
+export const SPEC_MAGIC = "COOP-SPEC-1";

@@ -1,0 +1,45 @@
+/**
+ * Reaps sandbox inits without stealing anyone else's children: a SIGCHLD listener, then
+ * `waitpid(pid, WNOHANG)` for each pid we started — never `waitpid(-1)`, which would take
+ * `Deno.Command`'s children too.
+ * @module
+ */
+import type { Trampoline } from "./ffi.ts";
+
+const waiting = new Map<number, (status: number) => void>();
+let lib: Trampoline | undefined;
+let listening = false;
+const statusBuffer = new Int32Array(1);
+
+function poll(): void {
+  for (const [pid, resolve] of waiting) {
+    const r = lib!.coop_wait(pid, statusBuffer);
+    if (r === pid || r < 0) {
+      waiting.delete(pid);
+      // r < 0 (ECHILD) cannot happen for a pid we own; report it as a SIGKILL death.
+      resolve(r === pid ? statusBuffer[0] : 9);
+    }
+  }
+  if (waiting.size === 0 && listening) {
+    Deno.removeSignalListener("SIGCHLD", poll);
+    listening = false;
+  }
+}
+
+/** Resolves with the raw wait status once `pid` (a child we cloned) has exited. */
+export function waitForExit(trampoline: Trampoline, pid: number): Promise<number> {
+  lib = trampoline;
+  const done = new Promise<number>((resolve) => waiting.set(pid, resolve));
+  if (!listening) {
+    Deno.addSignalListener("SIGCHLD", poll);
+    listening = true;
+  }
+  // It may have exited before the listener existed.
+  poll();
+  return done;
+}
+
+/** How many sandboxes are still waiting to be reaped (tests check for leaks). */
+export function pendingReaps(): number {
+  return waiting.size;
+}

@@ -1,0 +1,176 @@
+/**
+ * `spawnSandboxed()`: starts one command in a fresh sandbox and streams its output.
+ *
+ * Pipes are read with `node:net` sockets (epoll, no thread), never with blocking FFI calls,
+ * which would occupy Deno's small blocking-thread pool; the init is reaped through a SIGCHLD
+ * listener (reaper.ts) and killed through its pidfd — SIGKILL to pid 1 ends the whole pid
+ * namespace, so nothing the command started survives it.
+ * @module
+ */
+import net from "node:net";
+import type { Buffer } from "node:buffer";
+import { getLogger } from "@logtape/logtape";
+import { SandboxSetupError } from "./errors.ts";
+import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
+import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
+import { RECORD, RECORD_SIZE, type StepName, stepName } from "./protocol.ts";
+import { waitForExit } from "./reaper.ts";
+import { buildSpec } from "./spec.ts";
+import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
+
+const log = getLogger(["coop", "sandbox"]);
+
+/** Options for one sandboxed command. */
+export interface SpawnOptions {
+  /** Extra environment variables (added to the allowlisted base). */
+  env?: Record<string, string>;
+  /** Give the command a stdin pipe; otherwise it reads EOF. */
+  stdin?: boolean;
+  /** Fail this setup step on purpose (tests of the error path). */
+  failAt?: StepName;
+}
+
+/** How a sandboxed command ended. */
+export interface SandboxStatus {
+  /** The command's exit code; `128 + n` when killed by signal n; 127/126 when not executable. */
+  exitCode: number;
+  /** The signal that killed the command (or the whole sandbox), e.g. `SIGKILL`. */
+  signal: string | null;
+  /** Set when the command could not be executed: the errno of execve (ENOENT → 127). */
+  execErrno: number | null;
+}
+
+/** A running sandboxed command. */
+export interface SandboxProcess {
+  /** Host pid of the sandbox's init (pid 1 inside). */
+  readonly pid: number;
+  /** The command's stdin, when requested. */
+  readonly stdin: net.Socket | null;
+  /** The command's stdout (raw bytes). */
+  readonly stdout: net.Socket;
+  /** The command's stderr (raw bytes). */
+  readonly stderr: net.Socket;
+  /** Settles once the sandbox is gone; rejects with SandboxSetupError if setup failed. */
+  readonly status: Promise<SandboxStatus>;
+  /** Signals the command (forwarded by the init); `SIGKILL` ends the whole sandbox. */
+  kill(signal?: Deno.Signal): void;
+}
+
+interface Report {
+  setupError?: { step: number; errno: number };
+  execErrno?: number;
+  commandStatus?: number;
+}
+
+function readReport(socket: net.Socket): Promise<Report> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      const report: Report = {};
+      const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+      let offset = 0;
+      for (const chunk of chunks) bytes.set(chunk, (offset += chunk.length) - chunk.length);
+      const view = new DataView(bytes.buffer);
+      for (let at = 0; at + RECORD_SIZE <= bytes.length; at += RECORD_SIZE) {
+        const kind = view.getInt32(at, true), a = view.getInt32(at + 4, true);
+        const b = view.getInt32(at + 8, true);
+        if (kind === RECORD.error) report.setupError ??= { step: a, errno: b };
+        else if (kind === RECORD.exec) report.execErrno = a;
+        else if (kind === RECORD.exit) report.commandStatus = a;
+      }
+      resolve(report);
+    });
+  });
+}
+
+function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: boolean } {
+  // Root is never root inside: kuid 0 could write /proc/sys and more without Landlock. The
+  // workspace is then idmapped so that files still belong to the invoker (ffi/spawn.c).
+  const uid = Deno.uid() ?? 0, gid = Deno.gid() ?? 0;
+  if (uid === 0) return { uid: policy.sandboxUid, gid: policy.sandboxGid, idmapped: true };
+  return { uid, gid, idmapped: false };
+}
+
+function hintFor(step: string, errno: number): string | undefined {
+  if (step === "clone" && (errno === 1 || errno === 28)) {
+    return "user namespaces are unavailable: check kernel.unprivileged_userns_clone, " +
+      "user.max_user_namespaces and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
+  }
+  if (step === "mount-workspace" && errno === 2) return "the workspace directory does not exist";
+  if (step === "mount-proc") {
+    return "procfs cannot be mounted here (a container that masks /proc?); run Coop on the host";
+  }
+  return undefined;
+}
+
+/**
+ * Starts `argv` in a new sandbox under `policy`.
+ *
+ * @example
+ * ```ts
+ * const child = await spawnSandboxed({ workspace: "/tmp/ws" }, ["sh", "-c", "echo hi"]);
+ * child.stdout.on("data", (chunk) => console.log(String(chunk)));
+ * console.log((await child.status).exitCode);
+ * ```
+ */
+export async function spawnSandboxed(
+  policyInput: SandboxPolicyInput | SandboxPolicy,
+  argv: readonly string[],
+  options: SpawnOptions = {},
+): Promise<SandboxProcess> {
+  const policy = resolvePolicy(policyInput);
+  const lib = await loadTrampoline();
+  const spec = buildSpec(policy, argv, { env: options.env, failAt: options.failAt });
+  const ids = outerIds(policy);
+  const params = new Int32Array(PARAM.count);
+  params[PARAM.newNet] = policy.network === "host" ? 0 : 1;
+  params[PARAM.outerUid] = ids.uid;
+  params[PARAM.outerGid] = ids.gid;
+  params[PARAM.wantStdin] = options.stdin ? 1 : 0;
+  const out = new Int32Array(OUT.count);
+  const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
+  if (lib.coop_spawn(spec, BigInt(spec.length), params, idmap, out) !== 0) {
+    const step = stepName(out[OUT.errStep]), errno = out[OUT.errErrno];
+    log.warn("sandbox.setup_failed {step} {errno}", { step, errno, argv });
+    throw new SandboxSetupError(step, errno, hintFor(step, errno));
+  }
+  return track(lib, out, argv);
+}
+
+function track(lib: Trampoline, out: Int32Array, argv: readonly string[]): SandboxProcess {
+  const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
+  const socket = (fd: number, writable: boolean) =>
+    new net.Socket({ fd, readable: !writable, writable });
+  const stdin = out[OUT.stdin] >= 0 ? socket(out[OUT.stdin], true) : null;
+  stdin?.on("error", () => {}); // EPIPE when the command does not read its input
+  const stdout = socket(out[OUT.stdout], false);
+  const stderr = socket(out[OUT.stderr], false);
+  const report = readReport(socket(out[OUT.report], false));
+  let alive = true;
+
+  const status = Promise.all([waitForExit(lib, pid), report]).then(([waitStatus, rep]) => {
+    alive = false;
+    lib.coop_close(pidfd);
+    if (rep.setupError) {
+      const step = stepName(rep.setupError.step), errno = rep.setupError.errno;
+      log.warn("sandbox.setup_failed {step} {errno}", { step, errno, argv });
+      throw new SandboxSetupError(step, errno, hintFor(step, errno));
+    }
+    const decoded = decodeWaitStatus(rep.commandStatus ?? waitStatus);
+    return { ...decoded, execErrno: rep.execErrno ?? null };
+  });
+
+  return {
+    pid,
+    stdin,
+    stdout,
+    stderr,
+    status,
+    kill(signal: Deno.Signal = "SIGKILL") {
+      // The pidfd stays valid until we close it after reaping, so no pid-reuse race.
+      if (alive) lib.coop_kill(pidfd, signalNumber(signal));
+    },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * Serializes one sandboxed command for the init (`ffi/init/spec.c` parses it): tags and
+ * NUL-terminated strings, nothing the C side has to interpret beyond that.
+ * @module
+ */
+import { buildEnvironment } from "./environment.ts";
+import { SandboxPolicyError } from "./errors.ts";
+import { hostLayout } from "./host_layout.ts";
+import type { SandboxPolicy } from "./policy.ts";
+import { SPEC_MAGIC, type StepName, stepNumber, TAG } from "./protocol.ts";
+
+/** Per-command inputs besides the policy. */
+export interface SpecOptions {
+  /** Extra environment variables for this command only. */
+  env?: Record<string, string>;
+  /** Make the named setup step fail (tests of the error path). */
+  failAt?: StepName;
+}
+
+const PASSWD = "root:x:0:0:sandbox root:/work:/bin/sh\n" +
+  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+const GROUP = "root:x:0:\nnogroup:x:65534:\n";
+const NSSWITCH = "passwd: files\ngroup: files\nhosts: files dns\n";
+
+function hostsFile(hostname: string): string {
+  return `127.0.0.1 localhost ${hostname}\n::1 localhost ip6-localhost ip6-loopback\n`;
+}
+
+function resolvConf(policy: SandboxPolicy): string {
+  if (policy.network !== "host") return "# no network in this sandbox\n";
+  try {
+    return Deno.readTextFileSync("/etc/resolv.conf");
+  } catch {
+    return "";
+  }
+}
+
+/** The synthesized /etc files: path → content. */
+export function etcFiles(policy: SandboxPolicy): Record<string, string> {
+  return {
+    "/etc/passwd": PASSWD,
+    "/etc/group": GROUP,
+    "/etc/hostname": `${policy.hostname}\n`,
+    "/etc/hosts": hostsFile(policy.hostname),
+    "/etc/nsswitch.conf": NSSWITCH,
+    "/etc/resolv.conf": resolvConf(policy),
+  };
+}
+
+/** Encodes the spec for `argv` under `policy`. */
+export function buildSpec(
+  policy: SandboxPolicy,
+  argv: readonly string[],
+  options: SpecOptions = {},
+): Uint8Array {
+  if (argv.length === 0) throw new SandboxPolicyError("no command given");
+  const parts: string[] = [SPEC_MAGIC];
+  const add = (tag: string, ...values: string[]) => {
+    for (const value of values) {
+      if (value.includes("\0")) {
+        throw new SandboxPolicyError(`argument or setting contains a NUL byte: ${JSON.stringify(value)}`);
+      }
+    }
+    parts.push(tag + values.join("\0"));
+  };
+  add(TAG.workspace, policy.workspace);
+  add(TAG.hostname, policy.hostname);
+  add(TAG.net, policy.network);
+  add(TAG.tmpSize, String(policy.tmpSizeBytes));
+  add(TAG.cwd, "/work");
+  for (const entry of hostLayout()) {
+    if (entry.kind === "bind") add(TAG.roBind, entry.host, entry.inside);
+    else add(TAG.symlink, entry.target, entry.inside);
+  }
+  for (const path of policy.readOnlyPaths) add(TAG.roBind, path, path);
+  for (const [path, content] of Object.entries(etcFiles(policy))) add(TAG.file, path, content);
+  for (const arg of argv) add(TAG.arg, arg);
+  for (const entry of buildEnvironment(policy, options.env)) add(TAG.env, entry);
+  if (options.failAt) add(TAG.failAt, String(stepNumber(options.failAt)));
+  parts.push(TAG.end);
+  return new TextEncoder().encode(parts.join("\0"));
+}
