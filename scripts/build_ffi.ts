@@ -61,6 +61,7 @@ await run("gcc", [
   "-o",
   `${library}.tmp`,
   `${ffi}/spawn.c`,
+  `${ffi}/drain.c`,
   `${ffi}/init_blob.S`,
 ]);
 await Deno.rename(`${library}.tmp`, library);

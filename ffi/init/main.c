@@ -97,6 +97,9 @@ void coop_init_main(void) {
   /* Dies with the gateway's thread that spawned us; that thread is the JS main thread. */
   SYS5(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
+  /* Exec'd from a memfd, the kernel named us "memfd:coop-init". */
+  SYS5(__NR_prctl, PR_SET_NAME, "coop-init", 0, 0, 0);
+
   coop_step(0, COOP_STEP_SIGNALS);
   coop_reset_signals();
   coop_close_inherited_fds();

@@ -47,6 +47,8 @@ export interface ExecResult {
   truncated: boolean;
   /** Wall-clock time from spawn to the sandbox being gone. */
   durationMs: number;
+  /** What the init reported having applied (Landlock ABI, seccomp). */
+  hardening: { landlockAbi: number; seccomp: boolean };
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -80,9 +82,9 @@ export async function exec(
     stdin: options.stdin !== undefined,
     failAt: options.failAt,
   });
-  if (child.stdin) child.stdin.end(options.stdin);
-  const stdout = captureOutput(child.stdout, limit);
-  const stderr = captureOutput(child.stderr, limit);
+  if (child.stdin && options.stdin !== undefined) child.stdin.end(options.stdin);
+  const stdout = captureOutput(child.lib, child.stdout, child.fds.stdout, limit);
+  const stderr = captureOutput(child.lib, child.stderr, child.fds.stderr, limit);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -104,7 +106,8 @@ export async function exec(
       stdout: decoder.decode(out.bytes),
       stderr: stderrText,
       truncated: out.truncated || err.truncated,
-      durationMs: performance.now() - started,
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      hardening: status.hardening,
     };
     log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
       command: argv[0],

@@ -12,6 +12,8 @@ const SYMBOLS = {
   coop_wait: { parameters: ["i32", "buffer"], result: "i32" },
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
   coop_close: { parameters: ["i32"], result: "i32" },
+  coop_dup: { parameters: ["i32"], result: "i32" },
+  coop_drain: { parameters: ["i32", "i64"], result: "i64" },
 } as const;
 
 /** The trampoline's functions, as Deno.dlopen exposes them. */

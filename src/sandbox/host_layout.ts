@@ -37,8 +37,9 @@ export function hostLayout(): LayoutEntry[] {
   for (const path of TOP_LEVEL) {
     const info = lstat(path);
     if (!info) continue;
-    if (info.isSymlink) entries.push({ kind: "symlink", target: Deno.readLinkSync(path), inside: path });
-    else if (info.isDirectory) entries.push({ kind: "bind", host: path, inside: path });
+    if (info.isSymlink) {
+      entries.push({ kind: "symlink", target: Deno.readLinkSync(path), inside: path });
+    } else if (info.isDirectory) entries.push({ kind: "bind", host: path, inside: path });
   }
   for (const path of ETC_BINDS) {
     if (lstat(path)) entries.push({ kind: "bind", host: path, inside: path });

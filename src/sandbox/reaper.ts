@@ -9,6 +9,11 @@ import type { Trampoline } from "./ffi.ts";
 const waiting = new Map<number, (status: number) => void>();
 let lib: Trampoline | undefined;
 let listening = false;
+// Signal listeners do not keep Deno's event loop alive, and the pipes may close before the
+// init can be reaped (it exits only after the kernel has killed its namespace); this timer
+// keeps the loop alive meanwhile and doubles as a fallback poll.
+let keepAlive: ReturnType<typeof setInterval> | undefined;
+const FALLBACK_POLL_MS = 50;
 const statusBuffer = new Int32Array(1);
 
 function poll(): void {
@@ -22,6 +27,7 @@ function poll(): void {
   }
   if (waiting.size === 0 && listening) {
     Deno.removeSignalListener("SIGCHLD", poll);
+    clearInterval(keepAlive);
     listening = false;
   }
 }
@@ -32,6 +38,7 @@ export function waitForExit(trampoline: Trampoline, pid: number): Promise<number
   const done = new Promise<number>((resolve) => waiting.set(pid, resolve));
   if (!listening) {
     Deno.addSignalListener("SIGCHLD", poll);
+    keepAlive = setInterval(poll, FALLBACK_POLL_MS);
     listening = true;
   }
   // It may have exited before the listener existed.

@@ -27,7 +27,11 @@ export async function hashSources(ffiDir: string): Promise<string> {
   const encoder = new TextEncoder();
   const parts: Uint8Array[] = [];
   for (const rel of await listSources(ffiDir)) {
-    parts.push(encoder.encode(`${rel}\0`), await Deno.readFile(`${ffiDir}/${rel}`), new Uint8Array([0]));
+    parts.push(
+      encoder.encode(`${rel}\0`),
+      await Deno.readFile(`${ffiDir}/${rel}`),
+      new Uint8Array([0]),
+    );
   }
   const total = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let offset = 0;

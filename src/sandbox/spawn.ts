@@ -38,6 +38,8 @@ export interface SandboxStatus {
   signal: string | null;
   /** Set when the command could not be executed: the errno of execve (ENOENT → 127). */
   execErrno: number | null;
+  /** What the init reported having applied: Landlock ABI in force (0: none), seccomp on. */
+  hardening: { landlockAbi: number; seccomp: boolean };
 }
 
 /** A running sandboxed command. */
@@ -54,12 +56,17 @@ export interface SandboxProcess {
   readonly status: Promise<SandboxStatus>;
   /** Signals the command (forwarded by the init); `SIGKILL` ends the whole sandbox. */
   kill(signal?: Deno.Signal): void;
+  /** The pipe fds behind stdout/stderr (owned by those sockets), for exec()'s drain. */
+  readonly fds: { stdout: number; stderr: number };
+  /** The trampoline the process was started with. */
+  readonly lib: Trampoline;
 }
 
 interface Report {
   setupError?: { step: number; errno: number };
   execErrno?: number;
   commandStatus?: number;
+  ready?: { landlockAbi: number; seccomp: boolean };
 }
 
 function readReport(socket: net.Socket): Promise<Report> {
@@ -79,6 +86,7 @@ function readReport(socket: net.Socket): Promise<Report> {
         if (kind === RECORD.error) report.setupError ??= { step: a, errno: b };
         else if (kind === RECORD.exec) report.execErrno = a;
         else if (kind === RECORD.exit) report.commandStatus = a;
+        else if (kind === RECORD.ready) report.ready = { landlockAbi: a, seccomp: b === 1 };
       }
       resolve(report);
     });
@@ -133,7 +141,7 @@ export async function spawnSandboxed(
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
   if (lib.coop_spawn(spec, BigInt(spec.length), params, idmap, out) !== 0) {
     const step = stepName(out[OUT.errStep]), errno = out[OUT.errErrno];
-    log.warn("sandbox.setup_failed {step} {errno}", { step, errno, argv });
+    log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
     throw new SandboxSetupError(step, errno, hintFor(step, errno));
   }
   return track(lib, out, argv);
@@ -155,15 +163,21 @@ function track(lib: Trampoline, out: Int32Array, argv: readonly string[]): Sandb
     lib.coop_close(pidfd);
     if (rep.setupError) {
       const step = stepName(rep.setupError.step), errno = rep.setupError.errno;
-      log.warn("sandbox.setup_failed {step} {errno}", { step, errno, argv });
+      log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
       throw new SandboxSetupError(step, errno, hintFor(step, errno));
     }
     const decoded = decodeWaitStatus(rep.commandStatus ?? waitStatus);
-    return { ...decoded, execErrno: rep.execErrno ?? null };
+    return {
+      ...decoded,
+      execErrno: rep.execErrno ?? null,
+      hardening: rep.ready ?? { landlockAbi: 0, seccomp: false },
+    };
   });
 
   return {
     pid,
+    lib,
+    fds: { stdout: out[OUT.stdout], stderr: out[OUT.stderr] },
     stdin,
     stdout,
     stderr,

@@ -58,7 +58,9 @@ export function buildSpec(
   const add = (tag: string, ...values: string[]) => {
     for (const value of values) {
       if (value.includes("\0")) {
-        throw new SandboxPolicyError(`argument or setting contains a NUL byte: ${JSON.stringify(value)}`);
+        throw new SandboxPolicyError(
+          `argument or setting contains a NUL byte: ${JSON.stringify(value)}`,
+        );
       }
     }
     parts.push(tag + values.join("\0"));

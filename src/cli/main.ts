@@ -1,0 +1,42 @@
+/**
+ * The `coop` command. Run from a checkout as `./coop …` or `deno task coop …`.
+ * @module
+ */
+import { setupLogging } from "./logging.ts";
+import { sandboxCommand } from "./sandbox_command.ts";
+import { USAGE } from "./usage.ts";
+import { UsageError } from "./usage_error.ts";
+
+async function run(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  switch (command) {
+    case "sandbox":
+      return await sandboxCommand(rest);
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      console.log(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+/** Runs the CLI and returns its exit status; user mistakes never print a stack trace. */
+export async function main(args: string[]): Promise<number> {
+  await setupLogging();
+  try {
+    return await run(args);
+  } catch (error) {
+    // parseArgs reports unknown or malformed options as TypeError with ERR_PARSE_ARGS_* codes.
+    const code = (error as { code?: string }).code ?? "";
+    if (error instanceof UsageError || code.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`coop: ${(error as Error).message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

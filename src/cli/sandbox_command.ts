@@ -1,0 +1,186 @@
+/**
+ * `coop sandbox status|exec`: the sandbox from the command line, exactly as a non-owner
+ * gets it.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import type { Buffer } from "node:buffer";
+import { isAbsolute, resolve } from "node:path";
+import {
+  exec,
+  NETWORK_MODES,
+  type NetworkMode,
+  probe,
+  type ProbeReport,
+  SandboxError,
+  type SandboxPolicyInput,
+  spawnSandboxed,
+} from "../sandbox/mod.ts";
+import { parseDuration } from "./duration.ts";
+import { UsageError } from "./usage_error.ts";
+
+/** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
+export const EXIT_TIMEOUT = 124;
+/** Exit status when the sandbox could not be built: the command did not run. */
+export const EXIT_SANDBOX_FAILED = 125;
+
+const DEFAULT_TIMEOUT = "120s";
+const encoder = new TextEncoder();
+
+function writeAll(file: { writeSync(p: Uint8Array): number }, bytes: Uint8Array): void {
+  let offset = 0;
+  while (offset < bytes.length) offset += file.writeSync(bytes.subarray(offset));
+}
+
+function print(text: string): void {
+  writeAll(Deno.stdout, encoder.encode(text));
+}
+
+function printError(text: string): void {
+  writeAll(Deno.stderr, encoder.encode(text));
+}
+
+/** `deno task` runs in the checkout; relative paths mean the user's directory. */
+function userPath(path: string): string {
+  if (isAbsolute(path)) return path;
+  return resolve(Deno.env.get("INIT_CWD") ?? Deno.cwd(), path);
+}
+
+function renderStatus(report: ProbeReport): string {
+  const p = report.platform;
+  const lines = [`Coop sandbox: ${p.os} ${p.arch}, kernel ${p.kernel}, invoked as uid ${p.uid}`];
+  if (!report.available) {
+    lines.push(`  ✗ unavailable: ${report.error}`);
+    lines.push("  Non-owner commands will be refused (fail closed).");
+    return lines.join("\n") + "\n";
+  }
+  const width = Math.max(...report.checks.map((c) => c.label.length));
+  for (const check of report.checks) {
+    lines.push(`  ${check.ok ? "✓" : "✗"} ${check.label.padEnd(width)}  ${check.evidence}`);
+  }
+  lines.push(`  measured in a probe sandbox that took ${report.durationMs?.toFixed(1)} ms`);
+  return lines.join("\n") + "\n";
+}
+
+async function statusCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { json: { type: "boolean" } }, strict: true });
+  const report = await probe();
+  print(values.json ? JSON.stringify(report, null, 2) + "\n" : renderStatus(report));
+  return report.available ? 0 : 1;
+}
+
+const EXEC_OPTIONS = {
+  workspace: { type: "string" },
+  network: { type: "string" },
+  timeout: { type: "string" },
+  json: { type: "boolean" },
+  "allow-domain": { type: "string", multiple: true },
+  memory: { type: "string" },
+  pids: { type: "string" },
+} as const;
+
+function notYet(flag: string): never {
+  throw new UsageError(
+    `${flag} is not supported yet: resource limits and the proxy network mode are not ` +
+      "implemented in this version, and Coop does not accept a limit it would not enforce",
+  );
+}
+
+async function execCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: EXEC_OPTIONS,
+    allowPositionals: true,
+    strict: true,
+  });
+  if (positionals.length === 0) throw new UsageError("sandbox exec needs a command after --");
+  if (values.memory !== undefined) notYet("--memory");
+  if (values.pids !== undefined) notYet("--pids");
+  if (values["allow-domain"]) notYet("--allow-domain");
+  const network = values.network ?? "none";
+  if (network === "proxy") notYet("--network proxy");
+  if (!(NETWORK_MODES as readonly string[]).includes(network)) {
+    throw new UsageError(`--network must be one of none, host (got "${network}")`);
+  }
+  const timeoutMs = parseDuration(values.timeout ?? DEFAULT_TIMEOUT);
+  if (timeoutMs === undefined) {
+    throw new UsageError(
+      `--timeout must be a duration such as 30s, 500ms or 2m (got "${values.timeout}")`,
+    );
+  }
+  const ownWorkspace = values.workspace === undefined;
+  const workspace = ownWorkspace
+    ? await Deno.makeTempDir({ prefix: "coop-ws-" })
+    : userPath(values.workspace!);
+  const policy: SandboxPolicyInput = { workspace, network: network as NetworkMode };
+  try {
+    if (values.json) {
+      const result = await exec(policy, positionals, { timeoutMs });
+      print(JSON.stringify(result, null, 2) + "\n");
+      return result.timedOut ? EXIT_TIMEOUT : result.exitCode;
+    }
+    return await streamCommand(policy, positionals, timeoutMs);
+  } catch (error) {
+    if (!(error instanceof SandboxError)) throw error;
+    printError(`coop: ${error.message}\n`);
+    return EXIT_SANDBOX_FAILED;
+  } finally {
+    if (ownWorkspace) await Deno.remove(workspace, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Runs with stdio passed through as it happens. */
+async function streamCommand(
+  policy: SandboxPolicyInput,
+  argv: string[],
+  timeoutMs: number,
+): Promise<number> {
+  const child = await spawnSandboxed(policy, argv, { stdin: true });
+  const forward = (stream: typeof child.stdout, file: typeof Deno.stdout) =>
+    new Promise<void>((done) => {
+      stream.on("data", (chunk: Buffer) => writeAll(file, chunk));
+      stream.on("error", () => {});
+      stream.on("close", () => done());
+    });
+  const outputs = Promise.all([
+    forward(child.stdout, Deno.stdout),
+    forward(child.stderr, Deno.stderr),
+  ]);
+  void (async () => {
+    try {
+      for await (const chunk of Deno.stdin.readable) child.stdin!.write(chunk);
+    } catch {
+      // stdin closed or unreadable: the command just sees EOF.
+    }
+    child.stdin!.end();
+  })();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, timeoutMs);
+  try {
+    const status = await child.status;
+    await outputs;
+    if (status.execErrno !== null) {
+      printError(`coop: ${argv[0]}: command not found or not executable\n`);
+    }
+    if (timedOut) {
+      printError(`coop: timed out after ${timeoutMs} ms; the sandbox was killed\n`);
+      return EXIT_TIMEOUT;
+    }
+    return status.exitCode;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Dispatches `coop sandbox <sub>`; returns the process exit status. */
+export function sandboxCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === "status") return statusCommand(rest);
+  if (sub === "exec") return execCommand(rest);
+  throw new UsageError(
+    sub ? `unknown sandbox command "${sub}"` : "sandbox needs a command: status, exec",
+  );
+}

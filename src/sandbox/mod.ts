@@ -1,0 +1,27 @@
+/**
+ * The Linux sandbox library: run a command in a sandbox made from kernel primitives.
+ * Imports nothing from the gateway; usable alone.
+ *
+ * @example
+ * ```ts
+ * import { exec } from "./mod.ts";
+ * const result = await exec({ workspace: "/tmp/ws" }, ["sh", "-c", "echo hello"]);
+ * console.log(result.exitCode, result.stdout);
+ * ```
+ * @module
+ */
+export { exec } from "./exec.ts";
+export { probe } from "./probe.ts";
+export type { ProbeCheck, ProbeReport } from "./probe.ts";
+export type { ExecOptions, ExecResult } from "./exec.ts";
+export { spawnSandboxed } from "./spawn.ts";
+export type { SandboxProcess, SandboxStatus, SpawnOptions } from "./spawn.ts";
+export { NETWORK_MODES, resolvePolicy } from "./policy.ts";
+export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
+export {
+  SandboxError,
+  SandboxPolicyError,
+  SandboxSetupError,
+  SandboxUnavailableError,
+} from "./errors.ts";
+export type { StepName } from "./protocol.ts";

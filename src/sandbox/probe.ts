@@ -1,0 +1,210 @@
+/**
+ * `probe()`: starts a real tiny sandbox and reports what it *measured* inside — never what
+ * kernel flags suggest. `coop sandbox status` and the startup banner print this.
+ * @module
+ */
+import { SandboxError } from "./errors.ts";
+import { exec } from "./exec.ts";
+import { BASE_ENV, HOST_ENV_ALLOWLIST } from "./environment.ts";
+
+/** One measured capability of the sandbox. */
+export interface ProbeCheck {
+  /** Stable identifier, e.g. `pid-namespace`. */
+  id: string;
+  /** Human label. */
+  label: string;
+  /** True when the evidence shows the protection in force. */
+  ok: boolean;
+  /** What was observed inside the sandbox. */
+  evidence: string;
+}
+
+/** The result of `probe()`. */
+export interface ProbeReport {
+  /** True when a sandbox could be started at all. */
+  available: boolean;
+  /** Why not, when `available` is false. */
+  error?: string;
+  platform: { os: string; arch: string; kernel: string; uid: number };
+  /** Measured checks, in display order (empty when unavailable). */
+  checks: ProbeCheck[];
+  /** Wall-clock time of the probe sandbox, spawn to exit. */
+  durationMs?: number;
+}
+
+// Prints key=value lines; $@ are host paths that must not exist inside.
+const SCRIPT = `
+echo "uid=$(id -u)"
+echo "uidmap=$(tr -s ' ' < /proc/self/uid_map | sed 's/^ //')"
+echo "init=$(cat /proc/1/comm)"
+echo "procs=$(ls -d /proc/[0-9]* | wc -l)"
+echo "hostname=$(cat /proc/sys/kernel/hostname)"
+echo "netdevs=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | paste -sd, -)"
+grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\\t ' | sed 's/:/=/'
+echo "rootdir=$(ls -A / | paste -sd, -)"
+# The fds a fresh process inherits (the shell itself holds extra ones while redirecting).
+sleep 10 & child=$!
+ls /proc/$child/fd > /tmp/fds
+kill $child
+echo "fds=$(paste -sd, /tmp/fds)"
+echo "env=$(env | cut -d= -f1 | sort | paste -sd, -)"
+if touch /usr/.coop-probe 2>/dev/null; then echo usr=writable; else echo usr=readonly; fi
+visible=""
+for p in "$@"; do [ -e "$p" ] && visible="$visible$p,"; done
+echo "visible=$visible"
+`;
+
+function parse(stdout: string): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const line of stdout.split("\n")) {
+    const at = line.indexOf("=");
+    if (at > 0) values.set(line.slice(0, at), line.slice(at + 1));
+  }
+  return values;
+}
+
+function kernelRelease(): string {
+  try {
+    return Deno.readTextFileSync("/proc/sys/kernel/osrelease").trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+/** Host paths a sandbox must never see: the invoker's home and the usual secrets. */
+export function hostSecretPaths(): string[] {
+  const home = Deno.env.get("HOME");
+  const paths = ["/root", "/etc/shadow", "/home", "/var/lib"];
+  if (home && home !== "/") paths.push(home);
+  return [...new Set(paths)];
+}
+
+/**
+ * Runs one tiny sandbox and measures each protection from inside it.
+ *
+ * @example
+ * ```ts
+ * const report = await probe();
+ * for (const c of report.checks) console.log(c.ok ? "✓" : "✗", c.label, c.evidence);
+ * ```
+ */
+export async function probe(): Promise<ProbeReport> {
+  const platform = {
+    os: Deno.build.os,
+    arch: Deno.build.arch,
+    kernel: kernelRelease(),
+    uid: Deno.uid() ?? -1,
+  };
+  const workspace = await Deno.makeTempDir({ prefix: "coop-probe-" });
+  try {
+    const result = await exec({ workspace }, [
+      "sh",
+      "-c",
+      SCRIPT,
+      "coop-probe",
+      ...hostSecretPaths(),
+    ], {
+      timeoutMs: 10_000,
+    });
+    if (result.exitCode !== 0) {
+      return {
+        available: false,
+        error: `the probe sandbox exited with ${result.exitCode}: ${result.stderr.trim()}`,
+        platform,
+        checks: [],
+      };
+    }
+    const v = parse(result.stdout);
+    const allowedEnv = new Set([
+      ...Object.keys(BASE_ENV),
+      ...HOST_ENV_ALLOWLIST,
+      "PWD",
+      "SHLVL",
+      "_",
+    ]);
+    const envNames = (v.get("env") ?? "").split(",").filter(Boolean);
+    const strayEnv = envNames.filter((name) => !allowedEnv.has(name));
+    const caps = ["CapPrm", "CapEff", "CapBnd", "CapAmb"].map((k) => `${k}=${v.get(k) ?? "?"}`);
+    const capsZero = ["CapPrm", "CapEff", "CapBnd", "CapAmb"].every((k) =>
+      /^0+$/.test(v.get(k) ?? "")
+    );
+    const fds = v.get("fds") ?? "";
+    const visible = (v.get("visible") ?? "").split(",").filter(Boolean);
+    const checks: ProbeCheck[] = [
+      {
+        id: "user-namespace",
+        label: "user namespace",
+        ok: v.get("uid") === "0" && /^0 \d+ 1$/.test(v.get("uidmap") ?? ""),
+        evidence: `uid ${v.get("uid")} inside; uid_map "${v.get("uidmap")}"`,
+      },
+      {
+        id: "mount-namespace",
+        label: "private root (pivot_root)",
+        ok: visible.length === 0 && v.get("usr") === "readonly",
+        evidence: `/ holds ${v.get("rootdir")}; /usr ${v.get("usr")}; ` +
+          (visible.length
+            ? `VISIBLE: ${visible.join(", ")}`
+            : `absent: ${hostSecretPaths().join(", ")}`),
+      },
+      {
+        id: "pid-namespace",
+        label: "pid namespace",
+        ok: v.get("init") === "coop-init",
+        evidence: `pid 1 is ${v.get("init")}; ${v.get("procs")} processes visible`,
+      },
+      {
+        id: "network-namespace",
+        label: "network namespace",
+        ok: v.get("netdevs") === "lo",
+        evidence: `interfaces: ${v.get("netdevs")}`,
+      },
+      {
+        id: "uts-namespace",
+        label: "uts namespace",
+        ok: v.get("hostname") === "coop",
+        evidence: `hostname ${v.get("hostname")}`,
+      },
+      { id: "capabilities", label: "capabilities dropped", ok: capsZero, evidence: caps.join(" ") },
+      {
+        id: "no-new-privs",
+        label: "no_new_privs",
+        ok: v.get("NoNewPrivs") === "1",
+        evidence: `NoNewPrivs: ${v.get("NoNewPrivs")}`,
+      },
+      {
+        id: "seccomp",
+        label: "seccomp filter",
+        ok: v.get("Seccomp") === "2",
+        evidence: `Seccomp: ${v.get("Seccomp")}` + (v.get("Seccomp") === "2" ? "" : " (no filter)"),
+      },
+      {
+        id: "landlock",
+        label: "landlock",
+        ok: result.hardening.landlockAbi > 0,
+        evidence: result.hardening.landlockAbi > 0
+          ? `ABI ${result.hardening.landlockAbi} applied by the init`
+          : "not applied",
+      },
+      {
+        id: "environment",
+        label: "environment allowlist",
+        ok: strayEnv.length === 0,
+        evidence: strayEnv.length
+          ? `unexpected: ${strayEnv.join(",")}`
+          : `only ${envNames.join(",")}`,
+      },
+      {
+        id: "file-descriptors",
+        label: "no inherited fds",
+        ok: fds === "0,1,2",
+        evidence: `a command's open fds: ${fds}`,
+      },
+    ];
+    return { available: true, platform, checks, durationMs: result.durationMs };
+  } catch (error) {
+    const message = error instanceof SandboxError ? error.message : String(error);
+    return { available: false, error: message, platform, checks: [] };
+  } finally {
+    await Deno.remove(workspace, { recursive: true }).catch(() => {});
+  }
+}

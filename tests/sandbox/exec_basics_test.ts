@@ -1,0 +1,70 @@
+import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
+import { exec, SandboxSetupError } from "../../src/sandbox/mod.ts";
+import { sandboxTest, sh, withWorkspace } from "./harness.ts";
+
+sandboxTest("echo hello prints hello and exits 0", async () => {
+  const r = await withWorkspace((workspace) => exec({ workspace }, ["echo", "hello"]));
+  assertEquals(r.stdout, "hello\n");
+  assertEquals(r.exitCode, 0);
+  assertEquals(r.signal, null);
+  assertEquals(r.timedOut, false);
+});
+
+sandboxTest("exit 7 returns 7", async () => {
+  const r = await sh("exit 7");
+  assertEquals(r.exitCode, 7);
+  assertEquals(r.signal, null);
+});
+
+sandboxTest("kill -9 $$ is reported as killed by SIGKILL (137)", async () => {
+  const r = await sh("kill -9 $$");
+  assertEquals(r.signal, "SIGKILL");
+  assertEquals(r.exitCode, 137);
+});
+
+sandboxTest("a missing command exits 127 with a clear message", async () => {
+  const r = await withWorkspace((workspace) => exec({ workspace }, ["no-such-command-xyz"]));
+  assertEquals(r.exitCode, 127);
+  assertMatch(r.stderr, /no-such-command-xyz: command not found \(ENOENT\)/);
+});
+
+sandboxTest("stdin is delivered and closed", async () => {
+  const r = await withWorkspace((workspace) =>
+    exec({ workspace }, ["sh", "-c", "tr a-z A-Z"], { stdin: "quiet input\n" })
+  );
+  assertEquals(r.stdout, "QUIET INPUT\n");
+});
+
+sandboxTest("a nonexistent workspace fails at the mount-workspace step", async () => {
+  const error = await assertRejects(
+    () => exec({ workspace: "/nonexistent/coop-workspace" }, ["true"]),
+    SandboxSetupError,
+  );
+  assertEquals(error.step, "mount-workspace");
+  assertEquals(error.errno, 2);
+  assertMatch(error.message, /mount-workspace.*ENOENT/);
+});
+
+for (
+  const step of [
+    "mount-private",
+    "pivot-root",
+    "bind-readonly",
+    "mount-tmp",
+    "mount-dev",
+    "mount-proc",
+    "umount-oldroot",
+    "hostname",
+    "drop-capabilities",
+    "fork",
+  ] as const
+) {
+  sandboxTest(`a failure forced at ${step} is reported naming that step`, async () => {
+    const error = await assertRejects(
+      () => withWorkspace((workspace) => exec({ workspace }, ["true"], { failAt: step })),
+      SandboxSetupError,
+    );
+    assertEquals(error.step, step);
+    assert(error.message.includes(`"${step}"`), error.message);
+  });
+}

@@ -1,0 +1,72 @@
+/**
+ * Shared pieces of the sandbox integration tests. They run only with COOP_SANDBOX_TEST=1
+ * (scripts/test.sh sets it), as root and as an unprivileged user in CI; when skipped, Deno
+ * reports them as ignored, never as passed.
+ * @module
+ */
+import { exec, type ExecOptions, type ExecResult } from "../../src/sandbox/mod.ts";
+
+/** True when the sandbox integration tests should run. */
+export const SANDBOX_TESTS = Deno.env.get("COOP_SANDBOX_TEST") === "1";
+
+/** Declares a sandbox integration test. */
+export function sandboxTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({
+    name,
+    ignore: !SANDBOX_TESTS,
+    // node:net sockets over raw fds and the SIGCHLD listener are this library's own
+    // resources; the fd/thread/zombie leak test checks them for real.
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn,
+  });
+}
+
+/** Creates a fresh workspace directory and removes it afterwards. */
+export async function withWorkspace<T>(fn: (workspace: string) => Promise<T>): Promise<T> {
+  const workspace = await Deno.makeTempDir({ prefix: "coop-test-ws-" });
+  try {
+    return await fn(workspace);
+  } finally {
+    await Deno.remove(workspace, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Runs a shell script in a fresh sandbox with a fresh workspace. */
+export function sh(script: string, options: ExecOptions = {}): Promise<ExecResult> {
+  return withWorkspace((workspace) => exec({ workspace }, ["sh", "-c", script], options));
+}
+
+/** Host processes whose command line contains `marker`. */
+export function hostProcessesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).replaceAll("\0", " ");
+      if (cmdline.includes(marker)) found.push(Number(entry.name));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found;
+}
+
+/** Open fds, threads and zombie children of this process. */
+export function processFootprint(): { fds: number; threads: number; zombies: number } {
+  const fds = [...Deno.readDirSync("/proc/self/fd")].length;
+  const status = Deno.readTextFileSync("/proc/self/status");
+  const threads = Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? -1);
+  let zombies = 0;
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] === "Z" && Number(fields[1]) === Deno.pid) zombies++;
+    } catch {
+      // exited while we looked
+    }
+  }
+  return { fds, threads, zombies };
+}
