@@ -1,0 +1,107 @@
+import { assert, assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
+import { sandboxTest } from "../sandbox/harness.ts";
+
+const main = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+
+async function coop(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--quiet", main, ...args],
+    stdin: "null",
+  }).output();
+  const text = new TextDecoder();
+  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+}
+
+sandboxTest(
+  "coop sandbox exec passes output through and exits with the command's status",
+  async () => {
+    const r = await coop("sandbox", "exec", "--", "sh", "-c", "echo out; echo err >&2; exit 3");
+    assertEquals([r.code, r.stdout, r.stderr], [3, "out\n", "err\n"]);
+  },
+);
+
+sandboxTest("coop sandbox exec: killed by signal 9 exits 137", async () => {
+  const r = await coop("sandbox", "exec", "--", "sh", "-c", "kill -9 $$");
+  assertEquals(r.code, 137);
+});
+
+sandboxTest("coop sandbox exec: timeout exits 124", async () => {
+  const r = await coop("sandbox", "exec", "--timeout", "500ms", "--", "sleep", "30");
+  assertEquals(r.code, 124);
+  assertMatch(r.stderr, /timed out/);
+});
+
+sandboxTest("coop sandbox exec: a missing command exits 127", async () => {
+  const r = await coop("sandbox", "exec", "--", "no-such-command-xyz");
+  assertEquals(r.code, 127);
+  assertMatch(r.stderr, /no-such-command-xyz/);
+});
+
+sandboxTest("coop sandbox exec --json prints one result object", async () => {
+  const r = await coop("sandbox", "exec", "--json", "--", "sh", "-c", "echo hi; exit 4");
+  assertEquals(r.code, 4);
+  const result = JSON.parse(r.stdout);
+  assertEquals([result.exitCode, result.signal, result.timedOut, result.stdout], [
+    4,
+    null,
+    false,
+    "hi\n",
+  ]);
+  assert(typeof result.durationMs === "number");
+});
+
+sandboxTest(
+  "coop sandbox exec: a bad workspace exits 125 naming the step, no stack trace",
+  async () => {
+    const r = await coop("sandbox", "exec", "--workspace", "/nonexistent/ws", "--", "true");
+    assertEquals(r.code, 125);
+    assertMatch(r.stderr, /step "mount-workspace"/);
+    assertNotIncludes(r.stderr, "    at ");
+  },
+);
+
+sandboxTest("coop sandbox status --json reports measured checks", async () => {
+  const r = await coop("sandbox", "status", "--json");
+  assertEquals(r.code, 0);
+  const report = JSON.parse(r.stdout);
+  assertEquals(report.available, true);
+  const byId = Object.fromEntries(
+    report.checks.map((c: { id: string; ok: boolean }) => [c.id, c.ok]),
+  );
+  for (
+    const id of [
+      "user-namespace",
+      "mount-namespace",
+      "pid-namespace",
+      "network-namespace",
+      "capabilities",
+      "no-new-privs",
+      "environment",
+      "file-descriptors",
+    ]
+  ) {
+    assertEquals(byId[id], true, id);
+  }
+});
+
+sandboxTest("coop sandbox status prints ✓/✗ with evidence", async () => {
+  const r = await coop("sandbox", "status");
+  assertMatch(r.stdout, /✓ pid namespace\s+pid 1 is coop-init/);
+});
+
+Deno.test("usage mistakes exit 2 with a message and no stack trace", async () => {
+  for (
+    const args of [
+      ["sandbox", "exec", "--bogus", "--", "true"],
+      ["sandbox", "frobnicate"],
+      ["nope"],
+      ["sandbox", "exec", "--timeout", "soon", "--", "true"],
+      ["sandbox", "exec", "--memory", "1g", "--", "true"],
+    ]
+  ) {
+    const r = await coop(...args);
+    assertEquals(r.code, 2, args.join(" "));
+    assertMatch(r.stderr, /^coop: /);
+    assertNotIncludes(r.stderr, "    at ");
+  }
+});
