@@ -8,5 +8,8 @@ if [ ! -x "$root/tools/node_modules/.bin/deno" ]; then
   npm install --prefix "$root/tools" --no-package-lock --no-audit --no-fund --loglevel=error >&2
 fi
 PATH="$root/tools/node_modules/.bin:$PATH"
-export PATH
+# Deno trusts only its bundled roots by default; machines behind a TLS-inspecting proxy add
+# its CA to the system store, which npm already uses.
+DENO_TLS_CA_STORE=${DENO_TLS_CA_STORE:-mozilla,system}
+export PATH DENO_TLS_CA_STORE
 deno run --quiet --allow-read --allow-write --allow-run=gcc "$root/scripts/build_ffi.ts" >&2
