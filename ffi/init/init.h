@@ -76,4 +76,10 @@ void coop_loopback_up(void);
 void coop_drop_privileges(void);
 __attribute__((noreturn)) void coop_exec_command(const struct coop_spec *spec);
 
+/* landlock.c: returns the Landlock ABI in force, 0 when the kernel has none. */
+int coop_apply_landlock(const struct coop_spec *spec);
+
+/* seccomp.c: installs the filter (last, needs no_new_privs); returns 1. */
+int coop_install_seccomp(void);
+
 #endif

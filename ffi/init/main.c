@@ -122,7 +122,14 @@ void coop_init_main(void) {
   coop_step(&spec, COOP_STEP_DROP_CAPABILITIES);
   coop_drop_privileges();
 
-  coop_report(COOP_REC_READY, 0, 0);
+  /* Landlock before seccomp: the filter doesn't deny the landlock_* calls, but installing
+   * it last means nothing after it is left for the init to need. */
+  coop_step(&spec, COOP_STEP_LANDLOCK);
+  int landlock_abi = coop_apply_landlock(&spec);
+  coop_step(&spec, COOP_STEP_SECCOMP);
+  int seccomp_on = coop_install_seccomp();
+
+  coop_report(COOP_REC_READY, landlock_abi, seccomp_on);
   coop_step(&spec, COOP_STEP_FORK);
   long pid = coop_check(COOP_STEP_FORK, SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0));
   if (pid == 0) coop_exec_command(&spec);

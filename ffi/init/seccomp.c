@@ -1,0 +1,258 @@
+/* seccomp-BPF: the last layer, installed after Landlock, just before the command is forked.
+ *
+ * A denylist that is complete for the sandbox's threat model (docs/security.md explains the
+ * choice and every group): the calls that reach kernel state the namespaces don't isolate,
+ * that would undo the other layers (new namespaces, mounts, chroot), that touch other
+ * processes, or that are mostly attack surface (bpf, perf, userfaultfd, io_uring). Calls newer
+ * than the review get ENOSYS; everything else is allowed, and the kernel's seccomp cache then
+ * skips the filter for every syscall whose verdict doesn't depend on arguments.
+ *
+ * Needs no_new_privs (set by coop_drop_privileges()). Returns 1: installed; failures are
+ * fatal. */
+#include "init.h"
+
+#include <asm/ioctls.h>
+#include <linux/audit.h>
+#include <linux/errno.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+
+#if defined(__x86_64__)
+#define COOP_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define COOP_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* Calls newer than the build host's uapi headers. Since 5.1 new syscalls share one number
+ * on every architecture, so these hold for x86_64 and aarch64 alike. */
+#ifndef __NR_quotactl_fd
+#define __NR_quotactl_fd 443
+#endif
+#ifndef __NR_lsm_set_self_attr
+#define __NR_lsm_set_self_attr 460
+#endif
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467
+#endif
+
+/* The highest syscall number reviewed for this list (file_setattr, Linux 6.17; 6.18 added
+ * none in the shared table). Calls added later are answered ENOSYS until someone reviews them
+ * and moves this line: that keeps the denylist complete on kernels newer than its review, and
+ * ENOSYS is what libc already treats as "not supported here, fall back". */
+#define COOP_LAST_REVIEWED_NR 469
+
+#define COOP_AF_UNIX 1
+#define COOP_AF_INET 2
+#define COOP_AF_INET6 10
+#define COOP_AF_NETLINK 16
+
+#define COOP_CLONE_NEW_MASK                                                          \
+  (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |     \
+   CLONE_NEWPID | CLONE_NEWNET)
+
+#define ALLOW SECCOMP_RET_ALLOW
+#define DENY(e) (SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
+
+/* Argument words are read as their low 32 bits: the kernel declares flags, families,
+ * personalities and ioctl requests as int, so the high half is ignored by the call and must
+ * be ignored by the filter too (or 0x100005412 would slip past a 64-bit compare). Both
+ * architectures are little-endian. */
+#define ARG_LO(i) (__builtin_offsetof(struct seccomp_data, args) + 8 * (i))
+#define NR_OFF __builtin_offsetof(struct seccomp_data, nr)
+#define ARCH_OFF __builtin_offsetof(struct seccomp_data, arch)
+
+struct coop_denial {
+  int nr;
+  int err;
+};
+
+/* Denied outright with EPERM (clone3 with ENOSYS). The groups are those of docs/security.md. */
+static const struct coop_denial denied[] = {
+    /* Namespaces: a new user namespace brings a full capability set and, with it, mounts
+     * and every namespaced-root kernel path. clone3 hides its flags in memory, beyond
+     * seccomp's reach: ENOSYS makes libc fall back to clone, whose flags are checked. */
+    {__NR_unshare, EPERM},
+    {__NR_setns, EPERM},
+    {__NR_clone3, ENOSYS},
+    /* Mounts and the root. */
+    {__NR_mount, EPERM},
+    {__NR_umount2, EPERM},
+#ifdef __NR_umount
+    {__NR_umount, EPERM},
+#endif
+    {__NR_pivot_root, EPERM},
+    {__NR_chroot, EPERM},
+    {__NR_fsopen, EPERM},
+    {__NR_fsconfig, EPERM},
+    {__NR_fsmount, EPERM},
+    {__NR_fspick, EPERM},
+    {__NR_move_mount, EPERM},
+    {__NR_open_tree, EPERM},
+    {__NR_open_tree_attr, EPERM},
+    {__NR_mount_setattr, EPERM},
+    /* Other processes' memory, files and state. */
+    {__NR_ptrace, EPERM},
+    {__NR_process_vm_readv, EPERM},
+    {__NR_process_vm_writev, EPERM},
+    {__NR_process_madvise, EPERM},
+    {__NR_kcmp, EPERM},
+    {__NR_pidfd_getfd, EPERM},
+    /* Kernel keyrings: not namespaced, shared with the host user. */
+    {__NR_keyctl, EPERM},
+    {__NR_add_key, EPERM},
+    {__NR_request_key, EPERM},
+    /* The kernel itself and machine-wide state. */
+    {__NR_init_module, EPERM},
+    {__NR_finit_module, EPERM},
+    {__NR_delete_module, EPERM},
+    {__NR_kexec_load, EPERM},
+#ifdef __NR_kexec_file_load
+    {__NR_kexec_file_load, EPERM},
+#endif
+    {__NR_reboot, EPERM},
+    {__NR_swapon, EPERM},
+    {__NR_swapoff, EPERM},
+    {__NR_acct, EPERM},
+    {__NR_quotactl, EPERM},
+    {__NR_quotactl_fd, EPERM},
+    {__NR_syslog, EPERM},
+    {__NR_vhangup, EPERM},
+    {__NR_lookup_dcookie, EPERM},
+    {__NR_lsm_set_self_attr, EPERM},
+#ifdef __NR_iopl
+    {__NR_iopl, EPERM},
+#endif
+#ifdef __NR_ioperm
+    {__NR_ioperm, EPERM},
+#endif
+#ifdef __NR_modify_ldt
+    {__NR_modify_ldt, EPERM},
+#endif
+    /* Obsolete calls nobody needs, some still reachable. */
+#ifdef __NR_nfsservctl
+    {__NR_nfsservctl, EPERM},
+#endif
+#ifdef __NR_uselib
+    {__NR_uselib, EPERM},
+#endif
+#ifdef __NR_ustat
+    {__NR_ustat, EPERM},
+#endif
+#ifdef __NR_sysfs
+    {__NR_sysfs, EPERM},
+#endif
+#ifdef __NR__sysctl
+    {__NR__sysctl, EPERM},
+#endif
+    /* The clock is not namespaced (time namespaces only offset monotonic/boottime). */
+    {__NR_settimeofday, EPERM},
+    {__NR_clock_settime, EPERM},
+    {__NR_clock_adjtime, EPERM},
+    {__NR_adjtimex, EPERM},
+#ifdef __NR_stime
+    {__NR_stime, EPERM},
+#endif
+    /* Attack surface: interfaces that mostly serve exploits here. io_uring also performs
+     * socket(), openat() and friends without passing through this filter. */
+    {__NR_bpf, EPERM},
+    {__NR_perf_event_open, EPERM},
+    {__NR_userfaultfd, EPERM},
+    {__NR_io_uring_setup, EPERM},
+    {__NR_io_uring_enter, EPERM},
+    {__NR_io_uring_register, EPERM},
+    {__NR_fanotify_init, EPERM},
+    {__NR_open_by_handle_at, EPERM},
+    {__NR_name_to_handle_at, EPERM},
+};
+
+static struct sock_filter prog[256];
+static unsigned short len;
+
+static void emit(struct sock_filter insn) {
+  if (len >= sizeof prog / sizeof prog[0]) coop_fail(COOP_STEP_SECCOMP, E2BIG);
+  prog[len++] = insn;
+}
+
+#define STMT(code, k) emit((struct sock_filter)BPF_STMT((code), (k)))
+#define JUMP(code, k, jt, jf) emit((struct sock_filter)BPF_JUMP((code), (k), (jt), (jf)))
+
+/* if (nr == call) return (low32(arg) is one of ok[]) ? ALLOW : DENY(EPERM); A keeps nr
+ * otherwise. Each block returns for its own call, so nothing after it needs nr reloaded. */
+static void allow_only(int call, int arg, const __u32 *ok, unsigned n) {
+  JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)call, 0, (unsigned char)(n + 3));
+  STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(arg));
+  for (unsigned i = 0; i < n; i++)
+    JUMP(BPF_JMP | BPF_JEQ | BPF_K, ok[i], (unsigned char)(n - i), 0);
+  STMT(BPF_RET | BPF_K, DENY(EPERM));
+  STMT(BPF_RET | BPF_K, ALLOW);
+}
+
+/* The same with a list of refused values. */
+static void deny_values(int call, int arg, const __u32 *bad, unsigned n) {
+  JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)call, 0, (unsigned char)(n + 3));
+  STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(arg));
+  for (unsigned i = 0; i < n; i++)
+    JUMP(BPF_JMP | BPF_JEQ | BPF_K, bad[i], (unsigned char)(n - i), 0);
+  STMT(BPF_RET | BPF_K, ALLOW);
+  STMT(BPF_RET | BPF_K, DENY(EPERM));
+}
+
+int coop_install_seccomp(void) {
+  /* Syscall numbers mean different calls under another ABI (i386 via int 0x80, arm32
+   * compat): a filter written for the native table would be bypassed. Kill first. */
+  STMT(BPF_LD | BPF_W | BPF_ABS, ARCH_OFF);
+  JUMP(BPF_JMP | BPF_JEQ | BPF_K, COOP_AUDIT_ARCH, 1, 0);
+  STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+  STMT(BPF_LD | BPF_W | BPF_ABS, NR_OFF);
+#if defined(__x86_64__)
+  /* x32 shares AUDIT_ARCH_X86_64 and marks its numbers with bit 30 (x32's unshare is
+   * 0x40000110, not 272). Nothing here is x32. nr -1 is let through: it is what a skipped
+   * syscall looks like and the kernel answers ENOSYS itself. */
+  JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 2);
+  JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, 1, 0);
+  STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+#endif
+  JUMP(BPF_JMP | BPF_JGT | BPF_K, COOP_LAST_REVIEWED_NR, 0, 1);
+  STMT(BPF_RET | BPF_K, DENY(ENOSYS));
+
+  /* clone(2): a plain fork, vfork or thread passes; any CLONE_NEW* flag is refused. The
+   * flags are argument 0 on both architectures. */
+  JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
+  STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0));
+  JUMP(BPF_JMP | BPF_JSET | BPF_K, COOP_CLONE_NEW_MASK, 1, 0);
+  STMT(BPF_RET | BPF_K, ALLOW);
+  STMT(BPF_RET | BPF_K, DENY(EPERM));
+
+  /* TIOCSTI pushes input into a terminal's queue (CVE-2017-5226), TIOCLINUX reaches the
+   * virtual console, TIOCSETD loads line disciplines (CVE-2017-2636). */
+  static const __u32 tty_ioctls[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
+  deny_values(__NR_ioctl, 1, tty_ioctls, 3);
+
+  /* Address families: the ones programs need (netlink is how glibc's getaddrinfo and `ip`
+   * list interfaces; without capabilities it can only read this netns). The other ~40,
+   * vsock and AF_ALG among them, are mostly old unprivileged-reachable kernel code. */
+  static const __u32 families[] = {COOP_AF_UNIX, COOP_AF_INET, COOP_AF_INET6, COOP_AF_NETLINK};
+  allow_only(__NR_socket, 0, families, 4);
+  allow_only(__NR_socketpair, 0, families, 4);
+
+  /* ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC and friends weaken the command's own children;
+   * only the default persona and the query are allowed. */
+  static const __u32 personas[] = {0 /* PER_LINUX */, 0xffffffffU /* query */};
+  allow_only(__NR_personality, 0, personas, 2);
+
+  for (unsigned i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+    JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)denied[i].nr, 0, 1);
+    STMT(BPF_RET | BPF_K, DENY(denied[i].err));
+  }
+  STMT(BPF_RET | BPF_K, ALLOW);
+
+  struct sock_fprog fprog = {len, prog};
+  /* The init is single-threaded (the command is forked after this), so TSYNC has nothing to
+   * synchronize; it is passed so that a thread added here one day gets the filter too, or
+   * setup fails, instead of one thread staying unfiltered. */
+  long r = SYS3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog);
+  if (r > 0) coop_fail(COOP_STEP_SECCOMP, EBUSY); /* the id of a thread TSYNC couldn't sync */
+  coop_check(COOP_STEP_SECCOMP, r);
+  return 1;
+}

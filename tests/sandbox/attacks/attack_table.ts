@@ -1,0 +1,91 @@
+/**
+ * The attack suite's machinery: each ATTACKS.md row is one `Attack`, run from inside a real
+ * sandbox under the default non-owner policy, asserting the exact outcome. A row that cannot
+ * run yet says why and is reported as ignored — never as passed.
+ * @module
+ */
+import { exec, type ExecResult } from "../../../src/sandbox/mod.ts";
+import { SANDBOX_TESTS, withWorkspace } from "../harness.ts";
+
+/** One row of ATTACKS.md. */
+export interface Attack {
+  /** The row id, e.g. `F1`. */
+  id: string;
+  /** What the attacker tries. */
+  name: string;
+  /** A shell script run inside (`sh -c`), or a full argv. */
+  script?: string;
+  argv?: string[];
+  /** Host-side preparation; its result is passed to `script` as `$1`. */
+  prepare?: (workspace: string) => Promise<string> | string;
+  /** Asserts the sandbox's answer (and the host's state). */
+  expect: (r: ExecResult, workspace: string, prepared: string) => void | Promise<void>;
+  /** Set when the row cannot be tested yet: the reason is printed with the skip. */
+  waitsFor?: string;
+  /** Tools the attack needs inside; missing ones skip the row, naming them. */
+  needs?: string[];
+}
+
+function missingTools(tools: string[] = []): string[] {
+  return tools.filter((tool) => {
+    try {
+      return !Deno.statSync(`/usr/bin/${tool}`).isFile;
+    } catch {
+      return true;
+    }
+  });
+}
+
+/** Declares one Deno test per attack. */
+export function attackSuite(section: string, attacks: Attack[]): void {
+  for (const attack of attacks) {
+    const missing = missingTools(attack.needs);
+    const skip = attack.waitsFor ??
+      (missing.length ? `needs ${missing.join(", ")} in /usr/bin` : undefined);
+    Deno.test({
+      name: `${section} ${attack.id}: ${attack.name}${skip ? ` — skipped: ${skip}` : ""}`,
+      ignore: !SANDBOX_TESTS || skip !== undefined,
+      sanitizeResources: false,
+      sanitizeOps: false,
+      fn: () =>
+        withWorkspace(async (workspace) => {
+          const prepared = attack.prepare ? await attack.prepare(workspace) : "";
+          const argv = attack.argv ?? ["sh", "-c", attack.script!, "attack", prepared];
+          const r = await exec({ workspace }, argv, { timeoutMs: 20_000 });
+          await attack.expect(r, workspace, prepared);
+        }),
+    });
+  }
+}
+
+/** A python3 program that calls raw syscalls (x86_64 numbers) and prints each errno name. */
+export function syscallProbe(calls: Record<string, string>): string[] {
+  const lines = Object.entries(calls).map(([label, call]) =>
+    `report(${JSON.stringify(label)}, ${call})`
+  );
+  return [
+    "python3",
+    "-c",
+    [
+      "import ctypes, errno",
+      "libc = ctypes.CDLL(None, use_errno=True)",
+      "def sc(nr, *args):",
+      "    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])",
+      "    return 'OK' if r >= 0 else errno.errorcode[ctypes.get_errno()]",
+      "def report(label, result): print(label + '=' + result, flush=True)",
+      ...lines,
+    ].join("\n"),
+  ];
+}
+
+/** Parses `key=value` lines. */
+export function keyValues(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text.split("\n").filter((l) => l.includes("=")).map((
+      l,
+    ) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+  );
+}
+
+/** True on x86_64, where `syscallProbe`'s numbers are valid. */
+export const X86_64 = Deno.build.arch === "x86_64";

@@ -1,0 +1,253 @@
+// ATTACKS.md §4.1 — filesystem.
+import { assert, assertEquals, assertMatch, assertNotIncludes } from "../../assert.ts";
+import { exec } from "../../../src/sandbox/mod.ts";
+import { withWorkspace } from "../harness.ts";
+import { attackSuite } from "./attack_table.ts";
+
+const hostHome = Deno.env.get("HOME") ?? "/root";
+
+/** A canary file outside any workspace; returns its path. */
+async function canary(content: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "coop-canary-" });
+  await Deno.writeTextFile(`${dir}/secret`, content);
+  return `${dir}/secret`;
+}
+
+attackSuite("§4.1", [
+  {
+    id: "F1",
+    name: "read owner secrets",
+    prepare: () => canary("F1-SECRET-BYTES"),
+    script:
+      `cat ${hostHome}/.ssh/id_ed25519 ${hostHome}/.aws/credentials /etc/shadow /var/lib/coop/*.db "$1" 2>&1; echo rc=$?`,
+    expect: (r) => {
+      assertNotIncludes(r.stdout, "F1-SECRET-BYTES");
+      assertMatch(r.stdout, /No such file or directory/);
+      assertMatch(r.stdout, /rc=1/);
+    },
+  },
+  {
+    id: "F2",
+    name: "write outside the workspace",
+    prepare: () => canary("F2-original"),
+    script: `touch /etc/x /usr/bin/x ${hostHome}/.bashrc 2>&1; echo tampered >> "$1"; echo rc=$?`,
+    expect: async (r, _ws, path) => {
+      assertMatch(r.stdout, /\/etc\/x': Read-only file system/);
+      assertMatch(r.stdout, /\/usr\/bin\/x': Read-only file system/);
+      assertEquals(await Deno.readTextFile(path), "F2-original");
+      assert(!Deno.statSync("/usr/bin").isSymlink && !exists("/usr/bin/x"));
+    },
+  },
+  {
+    id: "F3",
+    name: "symlink escape through the workspace",
+    prepare: () => canary("F3-original"),
+    script:
+      `ln -s "$1" /work/link && echo tampered >> /work/link; ln -s /etc/passwd /work/p && echo x >> /work/p; echo done`,
+    expect: async (r, ws, path) => {
+      assertEquals(await Deno.readTextFile(path), "F3-original");
+      assertMatch(r.stderr, /Read-only file system|No such file/);
+      // The link itself is the workspace's; what it names inside is the sandbox's world.
+      assert(Deno.lstatSync(`${ws}/link`).isSymlink);
+    },
+  },
+  {
+    id: "F4",
+    name: "symlink swap race during setup",
+    waitsFor:
+      "per-user workspace scopes (gateway issue) are the first binds of attacker-writable paths",
+    expect: () => {},
+  },
+  {
+    id: "F5",
+    name: "protected-path replacement (.git hooks)",
+    waitsFor: "protected workspace paths (read-only .git) are not implemented yet",
+    expect: () => {},
+  },
+  { id: "F7", name: "move-to-readable (macOS)", waitsFor: "macOS only", expect: () => {} },
+  {
+    id: "F8",
+    name: "/proc/<pid>/root traversal",
+    script: "ls /proc/1/root/ 2>&1; ls /proc/*/root/home 2>&1; echo done",
+    expect: (r) => {
+      assertNotIncludes(r.stdout, "root\n");
+      assertMatch(r.stdout, /Permission denied|No such file/);
+      assertMatch(r.stdout, /done/);
+    },
+  },
+  {
+    id: "F9",
+    name: "/proc environ and cmdline of host processes",
+    script: "cat /proc/*/cmdline | tr '\\0' ' '; echo; ls -d /proc/[0-9]* | wc -l",
+    expect: (r) => {
+      assertNotIncludes(r.stdout, "deno");
+      const count = Number(r.stdout.trim().split("\n").at(-1));
+      assert(count <= 6, `${count} processes visible`);
+    },
+  },
+  {
+    id: "F10",
+    name: "/proc/sys and sysrq",
+    prepare: () => Deno.readTextFile("/proc/sys/kernel/sysrq").catch(() => "unreadable"),
+    script: "echo 1 > /proc/sys/kernel/sysrq; echo s=$?; echo b > /proc/sysrq-trigger; echo t=$?",
+    expect: async (r, _ws, before) => {
+      assertMatch(r.stdout, /s=[12]/);
+      assertMatch(r.stdout, /t=[12]/);
+      // /proc/sys is a read-only bind; this kernel's fresh procfs has no sysrq-trigger at all.
+      assertMatch(
+        r.stderr,
+        /sysrq: (Read-only file system|Permission denied|Directory nonexistent)/,
+      );
+      const after = await Deno.readTextFile("/proc/sys/kernel/sysrq").catch(() => "unreadable");
+      assertEquals(after, before, "the host's sysrq setting is unchanged");
+    },
+  },
+  {
+    id: "F11",
+    name: "/sys info and writes",
+    script:
+      "ls /sys 2>&1; cat /sys/class/net/*/address 2>&1; echo x > /sys/kernel/uevent_helper; echo rc=$?",
+    expect: (r) => {
+      assertMatch(r.stdout, /cannot access '\/sys'/);
+      assertMatch(r.stdout, /rc=[12]/);
+    },
+  },
+  {
+    id: "F12",
+    name: "device node creation",
+    script:
+      "mknod /tmp/sda b 8 0; echo b=$?; mknod /work/null c 1 3; echo c=$?; mkfifo /tmp/f && echo fifo=ok",
+    expect: (r) => {
+      assertMatch(r.stdout, /b=1/);
+      assertMatch(r.stdout, /c=1/);
+      // Landlock (no MAKE_BLOCK/MAKE_CHAR right) answers before the capability check.
+      assertMatch(r.stderr, /mknod: \/tmp\/sda: (Permission denied|Operation not permitted)/);
+      assertMatch(r.stdout, /fifo=ok/);
+    },
+  },
+  {
+    id: "F13",
+    name: "raw device access",
+    script: "ls /dev; cat /dev/mem 2>&1; dd if=/dev/sda of=/dev/null count=1 2>&1; echo done",
+    expect: (r) => {
+      const listing = r.stdout.split("\n").slice(0, r.stdout.split("\n").indexOf("zero") + 1);
+      assertEquals(listing, [
+        "fd",
+        "full",
+        "null",
+        "ptmx",
+        "pts",
+        "random",
+        "shm",
+        "stderr",
+        "stdin",
+        "stdout",
+        "tty",
+        "urandom",
+        "zero",
+      ]);
+      assertMatch(r.stdout, /\/dev\/mem: No such file/);
+      assertMatch(r.stdout, /\/dev\/sda.*No such file/);
+    },
+  },
+  {
+    id: "F14",
+    name: "setuid escalation",
+    needs: ["bash"],
+    script:
+      "cp /bin/bash /work/b && chmod u+s /work/b; grep NoNewPrivs /proc/self/status; grep ' /work ' /proc/self/mountinfo",
+    expect: (r) => {
+      assertMatch(r.stdout, /NoNewPrivs:\s+1/);
+      assertMatch(r.stdout, / \/work \S*nosuid/);
+    },
+  },
+  {
+    id: "F15",
+    name: "exec from scratch dirs (policy: allowed)",
+    script: "cp /bin/sh /tmp/x && /tmp/x -c 'echo ran-from-tmp'",
+    expect: (r) => assertEquals(r.stdout, "ran-from-tmp\n"),
+  },
+  {
+    id: "F17",
+    name: "nested user namespace to regain mount capabilities",
+    script: "unshare -Urm sh -c 'mount -t tmpfs x /etc && echo MOUNTED'; echo rc=$?",
+    expect: (r) => {
+      assertNotIncludes(r.stdout, "MOUNTED");
+      assertMatch(r.stderr, /Operation not permitted/);
+    },
+  },
+  {
+    id: "F19",
+    name: "chroot and pivot_root games",
+    script: "chroot . /bin/true; echo c=$?; cd /; cd ..; pwd",
+    expect: (r) => {
+      assertMatch(r.stdout, /c=125/);
+      assertMatch(r.stderr, /Operation not permitted/);
+      assertMatch(r.stdout, /^\/$/m);
+    },
+  },
+  {
+    id: "F20",
+    name: "/proc/self/exe overwrite of the init",
+    script: "cat /proc/1/exe > /dev/null; echo r=$?; echo x > /proc/1/exe; echo w=$?",
+    expect: (r) => {
+      assertMatch(r.stdout, /r=1/);
+      assertMatch(r.stdout, /w=[12]/);
+      assertMatch(r.stderr, /Permission denied/);
+    },
+  },
+  {
+    id: "F21",
+    name: "workspace disk fill",
+    waitsFor: "resource limits (RLIMIT_FSIZE / quotas) — the limits-and-network issue",
+    expect: () => {},
+  },
+  {
+    id: "F22",
+    name: "tmpfs fill stops at /tmp's size",
+    script: "dd if=/dev/zero of=/tmp/f bs=1M count=200 2>&1; echo rc=$?; du -m /tmp/f | cut -f1",
+    expect: (r) => {
+      assertMatch(r.stdout, /No space left on device/);
+      const mb = Number(r.stdout.trim().split("\n").at(-1));
+      assert(mb <= 64, `${mb} MiB written`);
+    },
+  },
+  {
+    id: "F23",
+    name: "host-side execution planting (.git/config, hooks)",
+    waitsFor: "protected workspace paths (read-only .git) are not implemented yet",
+    expect: () => {},
+  },
+  {
+    id: "F24",
+    name: "cross-user workspace access",
+    script: "ls /home /workspaces 2>&1; cat ../bob/notes.md 2>&1; ls /",
+    expect: (r) => {
+      assertMatch(r.stdout, /cannot access '\/home'/);
+      assertMatch(r.stdout, /\.\.\/bob\/notes\.md: No such file/);
+    },
+  },
+]);
+
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name: "§4.1 F25: no residue from a previous run in /tmp",
+  ignore: Deno.env.get("COOP_SANDBOX_TEST") !== "1",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: () =>
+    withWorkspace(async (workspace) => {
+      await exec({ workspace }, ["sh", "-c", "echo residue > /tmp/left-behind"]);
+      const r = await exec({ workspace }, ["sh", "-c", "ls -A /tmp; cat /tmp/* 2>&1"]);
+      assertNotIncludes(r.stdout, "residue");
+      assertNotIncludes(r.stdout, "left-behind");
+    }),
+});
