@@ -2,6 +2,7 @@
  * The `coop` command. Run from a checkout as `./coop …` or `deno task coop …`.
  * @module
  */
+import { checkCommand } from "./check_command.ts";
 import { setupLogging } from "./logging.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
 import { USAGE } from "./usage.ts";
@@ -12,6 +13,8 @@ async function run(args: string[]): Promise<number> {
   switch (command) {
     case "sandbox":
       return await sandboxCommand(rest);
+    case "check":
+      return await checkCommand(rest);
     case undefined:
     case "help":
     case "--help":

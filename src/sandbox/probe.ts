@@ -49,6 +49,10 @@ kill $child
 echo "fds=$(paste -sd, /tmp/fds)"
 echo "env=$(env | cut -d= -f1 | sort | paste -sd, -)"
 if touch /usr/.coop-probe 2>/dev/null; then echo usr=writable; else echo usr=readonly; fi
+# Landlock answers a loopback connect with EACCES (without it: ECONNREFUSED);
+# seccomp answers user-namespace creation with EPERM (without it: it succeeds).
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' 2>/tmp/tcp && echo tcp=connected || echo "tcp=$(tail -n1 /tmp/tcp)"
+unshare -U true 2>/tmp/userns && echo userns=created || echo "userns=$(tail -n1 /tmp/userns)"
 visible=""
 for p in "$@"; do [ -e "$p" ] && visible="$visible$p,"; done
 echo "visible=$visible"
@@ -174,16 +178,16 @@ export async function probe(): Promise<ProbeReport> {
       {
         id: "seccomp",
         label: "seccomp filter",
-        ok: v.get("Seccomp") === "2",
-        evidence: `Seccomp: ${v.get("Seccomp")}` + (v.get("Seccomp") === "2" ? "" : " (no filter)"),
+        ok: v.get("Seccomp") === "2" && /Operation not permitted/.test(v.get("userns") ?? ""),
+        evidence: `Seccomp: ${v.get("Seccomp")}; unshare -U: ${v.get("userns")}`,
       },
       {
         id: "landlock",
         label: "landlock",
-        ok: result.hardening.landlockAbi > 0,
-        evidence: result.hardening.landlockAbi > 0
-          ? `ABI ${result.hardening.landlockAbi} applied by the init`
-          : "not applied",
+        ok: result.hardening.landlockAbi > 0 && /Permission denied/.test(v.get("tcp") ?? ""),
+        evidence: `ABI ${result.hardening.landlockAbi || "none"}; connect 127.0.0.1:9: ${
+          v.get("tcp")
+        }`,
       },
       {
         id: "environment",

@@ -1,0 +1,146 @@
+/**
+ * `coop check [--config FILE] [--json]`: validate config and probe the sandbox; exit 1 on errors.
+ * @module
+ */
+import { type CoopConfig, loadConfig } from "../gateway/config.ts";
+import { checkConfig } from "../gateway/config_check.ts";
+import {
+  type ConfigDiagnostic,
+  ConfigError,
+  formatDiagnostic,
+} from "../gateway/config_diagnostic.ts";
+import {
+  probeSandbox,
+  type SandboxProbe,
+  type SandboxProbeResult,
+} from "../gateway/sandbox_probe.ts";
+
+/** The default config file. */
+export const DEFAULT_CONFIG_FILE = "coop.toml";
+
+/** What `checkCommand` uses from the outside world; tests pass fakes. */
+export interface CheckDependencies {
+  /** Probes the sandbox (default: a real tiny sandbox). */
+  probe: SandboxProbe;
+  /** Writes one chunk of output (default: stdout). */
+  write: (text: string) => void;
+  /** Looks up environment variables (default: `Deno.env.get`). */
+  env: (name: string) => string | undefined;
+}
+
+/** The `--json` report. */
+export interface CheckReport {
+  /** True when there are no errors. */
+  ok: boolean;
+  /** The config file checked. */
+  config: string;
+  /** Problems that stop Coop from starting. */
+  errors: ConfigDiagnostic[];
+  /** Problems worth a look. */
+  warnings: ConfigDiagnostic[];
+  /** The measured probe, or null when it did not run (config invalid or sandbox disabled). */
+  sandbox: SandboxProbeResult | null;
+}
+
+const USAGE = "usage: coop check [--config FILE] [--json]";
+
+function parseArgs(args: readonly string[]): { config: string; json: boolean } | string {
+  let config = DEFAULT_CONFIG_FILE;
+  let json = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--json") json = true;
+    else if (arg === "--config") {
+      if (i + 1 >= args.length) return "--config needs a file";
+      config = args[++i];
+    } else if (arg.startsWith("--config=")) config = arg.slice("--config=".length);
+    else return `unknown argument "${arg}"`;
+  }
+  return { config, json };
+}
+
+function renderHuman(report: CheckReport): string {
+  const lines: string[] = [];
+  for (const d of report.errors) lines.push(`error: ${formatDiagnostic(report.config, d)}`);
+  for (const d of report.warnings) lines.push(`warning: ${formatDiagnostic(report.config, d)}`);
+  if (report.sandbox) {
+    lines.push(
+      report.sandbox.available
+        ? `sandbox: available (${report.sandbox.detail})`
+        : `sandbox: UNAVAILABLE — ${report.sandbox.detail}`,
+    );
+  }
+  const e = report.errors.length;
+  const w = report.warnings.length;
+  lines.push(
+    e === 0
+      ? `${report.config}: ok (${w} warning${w === 1 ? "" : "s"})`
+      : `${report.config}: ${e} error${e === 1 ? "" : "s"}, ${w} warning${w === 1 ? "" : "s"}`,
+  );
+  return lines.join("\n") + "\n";
+}
+
+/** Runs the check with injectable dependencies and returns the exit code. */
+export async function runCheck(
+  args: readonly string[],
+  deps: CheckDependencies,
+): Promise<number> {
+  const parsed = parseArgs(args);
+  if (typeof parsed === "string") {
+    deps.write(`error: ${parsed}\n${USAGE}\n`);
+    return 2;
+  }
+  const report: CheckReport = {
+    ok: false,
+    config: parsed.config,
+    errors: [],
+    warnings: [],
+    sandbox: null,
+  };
+  let config: CoopConfig | null = null;
+  try {
+    config = await loadConfig(parsed.config);
+  } catch (error) {
+    // Only config mistakes are reported as diagnostics; anything else is a bug and may throw.
+    if (!(error instanceof ConfigError)) throw error;
+    report.errors.push(...error.diagnostics);
+  }
+  if (config) {
+    for (const d of checkConfig(config, deps.env)) {
+      (d.severity === "error" ? report.errors : report.warnings).push(d);
+    }
+    if (config.sandbox.enabled) {
+      report.sandbox = await deps.probe();
+      if (!report.sandbox.available) {
+        report.errors.push({
+          severity: "error",
+          code: "sandbox.unavailable",
+          path: "sandbox.enabled",
+          message: `the sandbox is enabled but cannot start: ${report.sandbox.detail}`,
+        });
+      }
+    }
+  }
+  report.ok = report.errors.length === 0;
+  deps.write(parsed.json ? JSON.stringify(report, null, 2) + "\n" : renderHuman(report));
+  return report.ok ? 0 : 1;
+}
+
+/**
+ * `coop check`: prints the report (human or `--json`) and returns 0, or 1 when there are errors.
+ *
+ * @example
+ * ```ts
+ * Deno.exit(await checkCommand(["--config", "coop.toml", "--json"]));
+ * ```
+ */
+export function checkCommand(args: string[]): Promise<number> {
+  const encoder = new TextEncoder();
+  return runCheck(args, {
+    probe: probeSandbox,
+    write: (text) => Deno.stdout.writeSync(encoder.encode(text)),
+    env: (name) => Deno.env.get(name),
+  });
+}
+
+if (import.meta.main) Deno.exit(await checkCommand(Deno.args));

@@ -1,0 +1,58 @@
+/**
+ * The `bash` tool: runs one shell command where the caller's trust says it must run.
+ * @module
+ */
+import { z } from "zod";
+import {
+  type CommandResult,
+  parseToolArguments,
+  type Tool,
+  type ToolContext,
+  ToolError,
+  type ToolResult,
+} from "./tool_contract.ts";
+import { truncateHeadTail } from "./truncation.ts";
+
+const bashArguments = z.strictObject({
+  command: z.string().min(1, "must be a non-empty shell command"),
+  timeout: z.number().positive("must be a positive number of seconds").optional(),
+});
+
+/** Formats a command's outcome as the text the model reads. */
+export function formatCommandResult(result: CommandResult, timeoutMs: number): string {
+  const sections: string[] = [];
+  if (result.stdout) sections.push(result.stdout.replace(/\n$/, ""));
+  if (result.stderr) sections.push(`[stderr]\n${result.stderr.replace(/\n$/, "")}`);
+  if (result.timedOut) sections.push(`[timed out after ${timeoutMs / 1000} s]`);
+  else if (result.signal) sections.push(`[killed by ${result.signal}]`);
+  sections.push(`[exit code ${result.exitCode}]`);
+  if (result.truncated) sections.push("[output capture limit reached; the rest was dropped]");
+  return sections.join("\n");
+}
+
+/** The `bash` tool. */
+export const bashTool: Tool = {
+  name: "bash",
+  description: "Run a shell command (sh -c) in your workspace and return its output and exit code.",
+  parameters: z.toJSONSchema(bashArguments) as Record<string, unknown>,
+  readOnly: false,
+  async run(args: unknown, context: ToolContext): Promise<ToolResult> {
+    const { command, timeout } = parseToolArguments("bash", bashArguments, args);
+    if (!context.runCommand) {
+      throw new ToolError("tool.unavailable", "bash is not available to you");
+    }
+    const timeoutMs = timeout === undefined ? context.defaultTimeoutMs : timeout * 1000;
+    if (timeoutMs > context.maxTimeoutMs) {
+      throw new ToolError(
+        "tool.invalid_arguments",
+        `bash: invalid arguments: "timeout" must be at most ${context.maxTimeoutMs / 1000} seconds`,
+      );
+    }
+    const result = await context.runCommand(command, { timeoutMs });
+    const text = formatCommandResult(result, timeoutMs);
+    return {
+      isError: result.exitCode !== 0 || result.timedOut,
+      content: truncateHeadTail(text, context.maxOutputChars),
+    };
+  },
+};

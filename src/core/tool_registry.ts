@@ -1,0 +1,28 @@
+/**
+ * The built-in tools by name.
+ * @module
+ */
+import { bashTool } from "./bash_tool.ts";
+import { editFileTool } from "./edit_file_tool.ts";
+import { readFileTool } from "./read_file_tool.ts";
+import type { Tool } from "./tool_contract.ts";
+import { writeFileTool } from "./write_file_tool.ts";
+
+/** Names of the built-in tools. */
+export const TOOL_NAMES = ["bash", "read_file", "write_file", "edit_file"] as const;
+
+/** The name of a built-in tool. */
+export type ToolName = (typeof TOOL_NAMES)[number];
+
+/** The built-in tools, keyed by name. */
+export const BUILTIN_TOOLS: Readonly<Record<ToolName, Tool>> = {
+  bash: bashTool,
+  read_file: readFileTool,
+  write_file: writeFileTool,
+  edit_file: editFileTool,
+};
+
+/** Returns true when `name` is a built-in tool. */
+export function isToolName(name: unknown): name is ToolName {
+  return typeof name === "string" && (TOOL_NAMES as readonly string[]).includes(name);
+}

@@ -1,0 +1,58 @@
+/**
+ * Trust levels, their order, and what each level may keep in memory.
+ * @module
+ */
+
+/** Every trust level, most trusted first. */
+export const TRUST_LEVELS = ["owner", "full", "inner", "familiar", "public"] as const;
+
+/** How much Coop trusts a principal; `owner` is the most trusted, `public` the least. */
+export type TrustLevel = (typeof TRUST_LEVELS)[number];
+
+/** Memory stores, from most to least private. */
+export const MEMORY_STORES = ["private", "shared", "social"] as const;
+
+/** A memory store a principal may read or write. */
+export type MemoryStore = (typeof MEMORY_STORES)[number];
+
+/** Returns true when `value` names a trust level. */
+export function isTrustLevel(value: unknown): value is TrustLevel {
+  return typeof value === "string" && (TRUST_LEVELS as readonly string[]).includes(value);
+}
+
+/** Returns the rank of a level: 0 for `owner`, 4 for `public` (larger is less trusted). */
+export function trustRank(level: TrustLevel): number {
+  return TRUST_LEVELS.indexOf(level);
+}
+
+/** Returns true when `a` is at least as trusted as `b`. */
+export function atLeast(a: TrustLevel, b: TrustLevel): boolean {
+  return trustRank(a) <= trustRank(b);
+}
+
+/**
+ * Returns the least trusted of the given levels; the effective trust of a turn.
+ *
+ * @example
+ * ```ts
+ * leastTrusted("owner", "familiar"); // "familiar"
+ * ```
+ */
+export function leastTrusted(first: TrustLevel, ...rest: readonly TrustLevel[]): TrustLevel {
+  let result = first;
+  for (const level of rest) if (trustRank(level) > trustRank(result)) result = level;
+  return result;
+}
+
+const STORES_BY_TRUST: Readonly<Record<TrustLevel, readonly MemoryStore[]>> = {
+  owner: ["private", "shared", "social"],
+  full: ["private", "shared", "social"],
+  inner: ["shared", "social"],
+  familiar: ["social"],
+  public: [],
+};
+
+/** Returns the memory stores a principal at `level` may read and write. */
+export function memoryStoresFor(level: TrustLevel): readonly MemoryStore[] {
+  return STORES_BY_TRUST[level];
+}

@@ -1,0 +1,261 @@
+/**
+ * Checks that need the whole config: duplicates, owners, cron users, secrets, scopes.
+ * @module
+ */
+import { relative } from "node:path";
+import type { CoopConfig } from "./config.ts";
+import type { ConfigDiagnostic } from "./config_diagnostic.ts";
+import { isWildcardPattern } from "./match_pattern.ts";
+import { userScopeDirectory } from "./user_scope.ts";
+
+function error(code: string, path: string, message: string): ConfigDiagnostic {
+  return { severity: "error", code, path, message };
+}
+
+function warning(code: string, path: string, message: string): ConfigDiagnostic {
+  return { severity: "warning", code, path, message };
+}
+
+function isInside(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === "" || (!rel.startsWith("..") && !rel.startsWith("/"));
+}
+
+function checkUsers(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  const seenNames = new Map<string, number>();
+  const patternOwner = new Map<string, number>();
+  config.users.forEach((user, i) => {
+    const previous = seenNames.get(user.name);
+    if (previous !== undefined) {
+      out.push(error(
+        "config.duplicate_user",
+        `users[${i}].name`,
+        `user "${user.name}" is already defined at users[${previous}]`,
+      ));
+    } else seenNames.set(user.name, i);
+    const ownPatterns = new Set<string>();
+    user.match.forEach((pattern, j) => {
+      const path = `users[${i}].match[${j}]`;
+      if (ownPatterns.has(pattern)) {
+        out.push(warning("config.duplicate_match", path, `"${pattern}" is listed twice`));
+        return;
+      }
+      ownPatterns.add(pattern);
+      const other = patternOwner.get(pattern);
+      if (other !== undefined) {
+        out.push(error(
+          "config.duplicate_match",
+          path,
+          `"${pattern}" also matches user "${config.users[other].name}"; a sender must map to ` +
+            "exactly one user",
+        ));
+      } else patternOwner.set(pattern, i);
+      if (isWildcardPattern(pattern) && (user.trust === "owner" || user.trust === "full")) {
+        out.push(error(
+          "config.wildcard_trust",
+          path,
+          `"${pattern}" would give every sender on that channel ${user.trust} trust`,
+        ));
+      }
+    });
+  });
+  const owners = config.users.filter((u) => u.trust === "owner");
+  if (owners.length > 1) {
+    out.push(warning(
+      "config.multiple_owners",
+      "users",
+      `${owners.length} users have trust "owner" (${
+        owners.map((u) => u.name).join(", ")
+      }); each of them runs bash on the host, unsandboxed`,
+    ));
+  }
+  if (config.sandbox.enabled && owners.length === 0) {
+    out.push(warning(
+      "config.no_owner",
+      "users",
+      'the sandbox is enabled but no user has trust "owner"; only the terminal default is owner',
+    ));
+  }
+}
+
+function checkGroups(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  const seen = new Map<string, number>();
+  config.groups.forEach((group, i) => {
+    group.match.forEach((pattern, j) => {
+      const other = seen.get(pattern);
+      if (other !== undefined) {
+        out.push(error(
+          "config.duplicate_match",
+          `groups[${i}].match[${j}]`,
+          `"${pattern}" is already matched by groups[${other}]`,
+        ));
+      } else seen.set(pattern, i);
+    });
+  });
+}
+
+function checkCron(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  const names = new Set(config.users.map((u) => u.name));
+  const jobs = new Set<string>();
+  config.cron.forEach((job, i) => {
+    if (jobs.has(job.name)) {
+      out.push(error("config.duplicate_cron", `cron[${i}].name`, `"${job.name}" is defined twice`));
+    }
+    jobs.add(job.name);
+    if (!names.has(job.user)) {
+      out.push(warning(
+        "config.unknown_cron_user",
+        `cron[${i}].user`,
+        `no user named "${job.user}"; the job would run with public trust (no tools)`,
+      ));
+    }
+  });
+}
+
+function checkSecrets(
+  config: CoopConfig,
+  env: (name: string) => string | undefined,
+  out: ConfigDiagnostic[],
+): void {
+  const secrets = new Map<string, string>();
+  config.providers.forEach((provider, i) => {
+    if (provider.api_key_env === undefined) return;
+    secrets.set(provider.api_key_env, `providers[${i}].api_key_env`);
+    if (!env(provider.api_key_env)) {
+      out.push(warning(
+        "config.missing_provider_key",
+        `providers[${i}].api_key_env`,
+        `environment variable ${provider.api_key_env} is not set (provider "${provider.name}")`,
+      ));
+    }
+  });
+  for (const channel of ["http", "telegram"] as const) {
+    const tokenEnv = config.channels[channel]?.token_env;
+    if (tokenEnv) secrets.set(tokenEnv, `channels.${channel}.token_env`);
+  }
+  const passthroughs: Array<[string, readonly string[] | undefined]> = [
+    ["sandbox", config.raw.sandbox.env_passthrough],
+    ...config.raw.users.map((u, i) =>
+      [`users[${i}].sandbox`, u.sandbox?.env_passthrough] as [string, readonly string[] | undefined]
+    ),
+    ...config.raw.cron.map((c, i) =>
+      [`cron[${i}].sandbox`, c.sandbox?.env_passthrough] as [string, readonly string[] | undefined]
+    ),
+  ];
+  for (const [where, names] of passthroughs) {
+    names?.forEach((name, j) => {
+      const source = secrets.get(name);
+      if (source) {
+        out.push(error(
+          "config.secret_passthrough",
+          `${where}.env_passthrough[${j}]`,
+          `${name} is a secret (${source}); secrets never enter a sandbox`,
+        ));
+      }
+    });
+  }
+}
+
+function checkSandbox(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  const tables: Array<[string, Record<string, unknown> | undefined]> = [
+    ["sandbox", config.raw.sandbox],
+    ...config.raw.users.map((u, i) =>
+      [`users[${i}].sandbox`, u.sandbox] as [string, Record<string, unknown> | undefined]
+    ),
+    ...config.raw.cron.map((c, i) =>
+      [`cron[${i}].sandbox`, c.sandbox] as [string, Record<string, unknown> | undefined]
+    ),
+  ];
+  for (const [where, table] of tables) {
+    if (!table) continue;
+    for (const key of ["memory", "pids_limit", "cpus"]) {
+      if (table[key] !== undefined) {
+        out.push(warning(
+          "config.not_enforced",
+          `${where}.${key}`,
+          "is validated but not enforced yet: the sandbox has no resource limits",
+        ));
+      }
+    }
+    if (table.network === "proxy") {
+      out.push(warning(
+        "config.not_enforced",
+        `${where}.network`,
+        '"proxy" is not implemented yet; sandboxed bash fails until it is',
+      ));
+    }
+    const domains = table.allow_domains as readonly string[] | undefined;
+    if (domains && domains.length > 0 && table.network !== "proxy" && where === "sandbox") {
+      out.push(warning(
+        "config.allow_domains_unused",
+        `${where}.allow_domains`,
+        'only applies with network = "proxy"',
+      ));
+    }
+  }
+  const check = (path: string, timeout: number, max: number) => {
+    if (timeout > max) {
+      out.push(error(
+        "config.timeout_above_max",
+        path,
+        `timeout (${timeout / 1000} s) is above max_timeout (${max / 1000} s)`,
+      ));
+    }
+  };
+  check("sandbox.timeout", config.sandbox.defaults.timeoutMs, config.sandbox.defaults.maxTimeoutMs);
+  config.users.forEach((u, i) => {
+    const s = { ...config.sandbox.defaults, ...u.sandbox };
+    if (u.sandbox.timeoutMs !== undefined || u.sandbox.maxTimeoutMs !== undefined) {
+      check(`users[${i}].sandbox.timeout`, s.timeoutMs, s.maxTimeoutMs);
+    }
+  });
+}
+
+function checkPrivatePaths(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  // Coop's own files must never be reachable from a sandbox; a user's scope is what it sees.
+  const visible = config.sandbox.workspaceScope === "shared"
+    ? [userScopeDirectory(config, null)]
+    : config.users.filter((u) => u.trust !== "owner").map((u) =>
+      userScopeDirectory(config, u.name)
+    );
+  const privatePaths: Array<[string, string]> = [
+    ["(file)", config.file],
+    ["agent.state_dir", config.agent.stateDir],
+  ];
+  for (const [path, target] of privatePaths) {
+    for (const dir of visible) {
+      if (isInside(target, dir) || isInside(dir, target)) {
+        out.push(error(
+          "config.private_path_visible",
+          path,
+          `${target} overlaps the sandbox-visible directory ${dir}; move it out of the workspace`,
+        ));
+        break;
+      }
+    }
+  }
+  const terminalUser = config.channels.terminal?.user;
+  if (terminalUser && !config.users.some((u) => u.name === terminalUser)) {
+    out.push(
+      error("config.unknown_user", "channels.terminal.user", `no user named "${terminalUser}"`),
+    );
+  }
+}
+
+/**
+ * Returns every problem that needs the whole config: errors stop Coop from starting.
+ * `env` looks up environment variables (injectable for tests).
+ */
+export function checkConfig(
+  config: CoopConfig,
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): ConfigDiagnostic[] {
+  const out: ConfigDiagnostic[] = [];
+  checkUsers(config, out);
+  checkGroups(config, out);
+  checkCron(config, out);
+  checkSecrets(config, env, out);
+  checkSandbox(config, out);
+  checkPrivatePaths(config, out);
+  return out;
+}

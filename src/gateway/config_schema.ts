@@ -1,0 +1,147 @@
+/**
+ * The schema of `coop.toml`, key for key. Unknown keys are errors everywhere.
+ * @module
+ */
+import { z } from "zod";
+import { TRUST_LEVELS } from "../core/trust.ts";
+import { parseByteSize } from "./byte_size.ts";
+import { cronScheduleProblem } from "./cron_schedule.ts";
+import { parseDuration } from "./duration.ts";
+import { matchPatternProblem } from "./match_pattern.ts";
+
+/** Network modes config accepts; `proxy` is validated but not implemented by the sandbox yet. */
+export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
+
+/** Provider types config accepts. */
+export const PROVIDER_TYPES = ["anthropic", "openai", "openai_compatible", "ollama"] as const;
+
+/** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
+export const WORKSPACE_SCOPES = ["user", "shared"] as const;
+
+/** Renders a config value for an error message. */
+export function showValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (typeof value === "string") return JSON.stringify(value);
+  if (Array.isArray(value)) return "an array";
+  if (value !== null && typeof value === "object") return "a table";
+  return String(value);
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+const DOMAIN =
+  /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i;
+
+const envName = z.string().regex(ENV_NAME, "must be an environment variable name like MY_VAR");
+const name = z.string().regex(
+  NAME,
+  "must be 1-32 characters of a-z, 0-9, _ or -, starting with a letter (it names a directory)",
+);
+
+function converted(kind: string, example: string, parse: (v: string | number) => number | null) {
+  return z.unknown().transform((value, ctx) => {
+    const parsed = typeof value === "string" || typeof value === "number" ? parse(value) : null;
+    if (parsed === null) {
+      ctx.addIssue({
+        code: "custom",
+        message: `expected ${kind} like ${example}, got ${showValue(value)}`,
+      });
+      return z.NEVER;
+    }
+    return parsed;
+  });
+}
+
+const byteSize = converted("a size", `"512M" or "1G"`, parseByteSize);
+const duration = converted("a duration", `"30s", "5m" or "500ms"`, parseDuration);
+
+const matchPattern = z.string().superRefine((pattern, ctx) => {
+  const problem = matchPatternProblem(pattern);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+const sandboxOverrideShape = {
+  network: z.enum(CONFIG_NETWORK_MODES).optional(),
+  allow_domains: z.array(z.string().regex(DOMAIN, "must be HOST or HOST:PORT")).optional(),
+  memory: byteSize.optional(),
+  pids_limit: z.number().int("must be a whole number").positive("must be > 0").optional(),
+  cpus: z.number().positive("must be > 0").optional(),
+  timeout: duration.optional(),
+  max_timeout: duration.optional(),
+  tmp_size: byteSize.optional(),
+  env_passthrough: z.array(envName).optional(),
+};
+
+/** Per-user or per-cron-job sandbox overrides. */
+export const sandboxOverridesSchema = z.strictObject(sandboxOverrideShape);
+
+/** The `[sandbox]` table. */
+export const sandboxSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  workspace_scope: z.enum(WORKSPACE_SCOPES).default("user"),
+  ...sandboxOverrideShape,
+});
+
+/** The whole of `coop.toml`. */
+export const configSchema = z.strictObject({
+  agent: z.strictObject({
+    id: name.default("coop"),
+    model: z.string().min(1, "must not be empty").optional(),
+    workspace: z.string().min(1, "must not be empty").optional(),
+    state_dir: z.string().min(1, "must not be empty").optional(),
+  }).default({ id: "coop" }),
+  users: z.array(z.strictObject({
+    name,
+    trust: z.enum(TRUST_LEVELS),
+    match: z.array(matchPattern).default([]),
+    sandbox: sandboxOverridesSchema.optional(),
+  })).default([]),
+  groups: z.array(z.strictObject({
+    name: z.string().min(1).optional(),
+    match: z.array(matchPattern).min(1, "must list at least one pattern"),
+    trust: z.enum(TRUST_LEVELS).default("familiar"),
+  })).default([]),
+  sandbox: sandboxSchema.default({ enabled: true, workspace_scope: "user" }),
+  cron: z.array(z.strictObject({
+    name: z.string().min(1, "must not be empty"),
+    schedule: z.string().superRefine((schedule, ctx) => {
+      const problem = cronScheduleProblem(schedule);
+      if (problem) ctx.addIssue({ code: "custom", message: `invalid cron schedule: ${problem}` });
+    }),
+    user: z.string().min(1, "must name a user"),
+    message: z.string().min(1, "must not be empty"),
+    sandbox: sandboxOverridesSchema.optional(),
+  })).default([]),
+  providers: z.array(z.strictObject({
+    name: z.string().min(1, "must not be empty"),
+    type: z.enum(PROVIDER_TYPES),
+    base_url: z.url("must be a URL").optional(),
+    api_key_env: envName.optional(),
+    models: z.array(z.string().min(1)).optional(),
+  })).default([]),
+  channels: z.strictObject({
+    terminal: z.strictObject({
+      enabled: z.boolean().default(true),
+      user: z.string().min(1).optional(),
+    }).optional(),
+    http: z.strictObject({
+      enabled: z.boolean().default(false),
+      host: z.string().min(1).default("127.0.0.1"),
+      port: z.number().int().min(1, "must be 1-65535").max(65535, "must be 1-65535").default(8787),
+      token_env: envName.optional(),
+    }).optional(),
+    telegram: z.strictObject({
+      enabled: z.boolean().default(false),
+      token_env: envName,
+    }).optional(),
+    signal: z.strictObject({
+      enabled: z.boolean().default(false),
+      account: z.string().min(1),
+    }).optional(),
+  }).default({}),
+});
+
+/** `coop.toml` as parsed and validated, still in config's own (snake_case) shape. */
+export type RawConfig = z.output<typeof configSchema>;
+/** Sandbox overrides as parsed (sizes in bytes, durations in milliseconds). */
+export type RawSandboxOverrides = z.output<typeof sandboxOverridesSchema>;

@@ -1,0 +1,104 @@
+/**
+ * Runs the owner's `bash` on the host with `sh -c`: same result shape as the sandbox.
+ * @module
+ */
+import type { CommandResult } from "../core/tool_contract.ts";
+
+/** Options for one host command. */
+export interface HostRunOptions {
+  /** Working directory. */
+  cwd: string;
+  /** Wall-clock limit; the command is killed with SIGKILL when it passes. */
+  timeoutMs: number;
+  /** The complete environment of the command (nothing else is inherited). */
+  env: Record<string, string>;
+  /** Cap on each of stdout and stderr. */
+  maxOutputBytes: number;
+}
+
+/** Runs a shell command on the host. */
+export type HostRunner = (command: string, options: HostRunOptions) => Promise<CommandResult>;
+
+async function collect(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+): Promise<{ text: string; truncated: boolean }> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  // Keep draining past the cap so the child never blocks on a full pipe.
+  for await (const chunk of stream) {
+    if (size >= limit) {
+      truncated = true;
+      continue;
+    }
+    const room = limit - size;
+    if (chunk.length > room) truncated = true;
+    chunks.push(chunk.subarray(0, room));
+    size += Math.min(chunk.length, room);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return { text: new TextDecoder().decode(all), truncated };
+}
+
+/** The default host runner, built on `Deno.Command`. */
+export const runOnHost: HostRunner = async (command, options) => {
+  const started = performance.now();
+  const child = new Deno.Command("sh", {
+    args: ["-c", command],
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already exited between the timer firing and the kill.
+    }
+  }, options.timeoutMs);
+  try {
+    const [stdout, stderr, status] = await Promise.all([
+      collect(child.stdout, options.maxOutputBytes),
+      collect(child.stderr, options.maxOutputBytes),
+      child.status,
+    ]);
+    return {
+      exitCode: status.signal ? 128 + signalNumber(status.signal) : status.code,
+      signal: status.signal,
+      timedOut,
+      stdout: stdout.text,
+      stderr: stderr.text,
+      truncated: stdout.truncated || stderr.truncated,
+      durationMs: performance.now() - started,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+const SIGNALS: Readonly<Record<string, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGALRM: 14,
+  SIGTERM: 15,
+};
+
+function signalNumber(signal: string): number {
+  return SIGNALS[signal] ?? 0;
+}

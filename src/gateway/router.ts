@@ -1,0 +1,77 @@
+/**
+ * The router: which configured user sent a message, and under which group ceiling.
+ * @module
+ */
+import type { TrustLevel } from "../core/trust.ts";
+import type { Principal } from "./authorization.ts";
+import type { GroupConfig, UserConfig } from "./config.ts";
+import { patternMatches } from "./match_pattern.ts";
+
+/** Name of the default principal for the terminal when nobody matches and the sandbox is on. */
+export const TERMINAL_OWNER_NAME = "owner";
+/** Name of the default principal for unmatched senders. */
+export const PUBLIC_NAME = "public";
+
+/** Where a message came from. */
+export interface MessageOrigin {
+  /** Channel name, e.g. `http`. */
+  channel: string;
+  /** The sender's identifier on that channel, e.g. `bob`. */
+  sender: string;
+  /** The group chat's identifier when the message came from a group. */
+  group?: string;
+}
+
+/** What the router needs from config. */
+export interface RoutingConfig {
+  /** `[[users]]`. */
+  users: readonly UserConfig[];
+  /** `[[groups]]`. */
+  groups: readonly GroupConfig[];
+  /** `[sandbox]`. */
+  sandbox: { enabled: boolean };
+}
+
+/** The router's answer: who is speaking and the ceiling of the chat they spoke in. */
+export interface Route {
+  /** The principal; `user` is undefined for a default principal. */
+  principal: Principal;
+  /** The configured user, when one matched. */
+  user?: UserConfig;
+  /** Group ceiling, or null outside a group. */
+  ceiling: TrustLevel | null;
+  /** Why this principal was chosen, for logs. */
+  reason: "matched" | "terminal_default_owner" | "unmatched_public";
+}
+
+/** The ceiling of groups no `[[groups]]` entry matches. */
+export const DEFAULT_GROUP_CEILING: TrustLevel = "familiar";
+
+/**
+ * Identifies the sender of a message. Unmatched terminal senders are the owner when the sandbox
+ * is enabled; every other unmatched sender is public.
+ */
+export function routeMessage(config: RoutingConfig, origin: MessageOrigin): Route {
+  let ceiling: TrustLevel | null = null;
+  if (origin.group !== undefined) {
+    const group = config.groups.find((g) =>
+      g.match.some((p) => patternMatches(p, origin.channel, origin.group!))
+    );
+    ceiling = group?.ceiling ?? DEFAULT_GROUP_CEILING;
+  }
+  // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named user.
+  const exact = config.users.find((u) => u.match.includes(`${origin.channel}:${origin.sender}`));
+  const user = exact ??
+    config.users.find((u) => u.match.some((p) => patternMatches(p, origin.channel, origin.sender)));
+  if (user) {
+    return { principal: { name: user.name, trust: user.trust }, user, ceiling, reason: "matched" };
+  }
+  if (origin.channel === "terminal" && config.sandbox.enabled) {
+    return {
+      principal: { name: TERMINAL_OWNER_NAME, trust: "owner" },
+      ceiling,
+      reason: "terminal_default_owner",
+    };
+  }
+  return { principal: { name: PUBLIC_NAME, trust: "public" }, ceiling, reason: "unmatched_public" };
+}

@@ -1,0 +1,197 @@
+/**
+ * `SandboxExecutor`: authorizes a tool call, then runs it on the host (owner) or in the sandbox.
+ * @module
+ */
+import type {
+  CommandResult,
+  CommandRunner,
+  ToolContext,
+  ToolResult,
+} from "../core/tool_contract.ts";
+import { runTool, ToolError } from "../core/tool_contract.ts";
+import { BUILTIN_TOOLS, isToolName } from "../core/tool_registry.ts";
+import { DEFAULT_MAX_OUTPUT_CHARS } from "../core/truncation.ts";
+import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
+import { exec as sandboxExec } from "../sandbox/mod.ts";
+import { authorize, type Decision, type Principal, type Situation } from "./authorization.ts";
+import type { CoopConfig, CronJobConfig, UserConfig } from "./config.ts";
+import { type HostRunner, runOnHost } from "./host_runner.ts";
+import {
+  mergeSandboxSettings,
+  type SandboxSettings,
+  toSandboxPolicy,
+  UnsupportedSandboxSettingError,
+} from "./sandbox_settings.ts";
+import { scopeFor } from "./user_scope.ts";
+
+/** Runs a command in a sandbox; the real one is `exec` from the sandbox library. */
+export type SandboxRunner = (
+  policy: SandboxPolicyInput,
+  argv: string[],
+  options: ExecOptions,
+) => Promise<CommandResult>;
+
+/** What the executor may be given instead of the real host and sandbox (tests use fakes). */
+export interface ExecutorDependencies {
+  /** Runs non-owner commands. Default: the sandbox library's `exec`. */
+  sandbox?: SandboxRunner;
+  /** Runs owner commands. Default: `sh -c` via `Deno.Command`. */
+  host?: HostRunner;
+  /** The gateway's environment (default `Deno.env.toObject()`); secrets are removed from it. */
+  env?: Record<string, string>;
+  /** Cap on what one tool returns to the model. */
+  maxOutputChars?: number;
+}
+
+/** One tool call from the agent loop, with everything needed to authorize it. */
+export interface ToolCall {
+  /** Who the turn belongs to. */
+  principal: Principal;
+  /** The turn's channel, ceiling and contributors (`sandboxEnabled` is taken from config). */
+  situation: Omit<Situation, "sandboxEnabled">;
+  /** The configured user, when the principal is one (for sandbox overrides). */
+  user?: UserConfig;
+  /** The cron job, when the turn comes from one (its overrides apply over the user's). */
+  cronJob?: CronJobConfig;
+  /** The tool name the model asked for. */
+  tool: string;
+  /** The model's arguments, not yet validated. */
+  args: unknown;
+}
+
+/** A tool result plus the authorization decision behind it. */
+export interface ToolCallOutcome extends ToolResult {
+  /** The decision, or null when the tool name was unknown. */
+  decision: Decision | null;
+}
+
+const MAX_CAPTURE_BYTES = 1 << 20;
+
+function isInside(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith("/") ? dir : dir + "/");
+}
+
+/** Executes tool calls with the placement `authorize()` chose; never falls back to the host. */
+export class SandboxExecutor {
+  readonly #config: CoopConfig;
+  readonly #sandbox: SandboxRunner;
+  readonly #host: HostRunner;
+  readonly #hostEnv: Record<string, string>;
+  readonly #maxOutputChars: number;
+
+  constructor(config: CoopConfig, deps: ExecutorDependencies = {}) {
+    this.#config = config;
+    this.#sandbox = deps.sandbox ?? ((policy, argv, options) => sandboxExec(policy, argv, options));
+    this.#host = deps.host ?? runOnHost;
+    this.#maxOutputChars = deps.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+    // Provider keys and channel tokens stay in the gateway, even for the owner's shell.
+    const secrets = new Set<string>();
+    for (const p of config.providers) if (p.api_key_env) secrets.add(p.api_key_env);
+    for (const c of [config.channels.http, config.channels.telegram]) {
+      if (c?.token_env) secrets.add(c.token_env);
+    }
+    const env = deps.env ?? Deno.env.toObject();
+    this.#hostEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !secrets.has(k)));
+  }
+
+  /** Returns the sandbox settings for a user and optional cron job: global, user, job. */
+  settingsFor(user?: UserConfig, cronJob?: CronJobConfig): SandboxSettings {
+    return mergeSandboxSettings(
+      this.#config.sandbox.defaults,
+      user?.sandbox ?? {},
+      cronJob?.sandbox ?? {},
+    );
+  }
+
+  /** Authorizes and runs one tool call; every failure comes back as an error result. */
+  async call(call: ToolCall): Promise<ToolCallOutcome> {
+    if (!isToolName(call.tool)) {
+      return { isError: true, content: `unknown tool "${call.tool}"`, decision: null };
+    }
+    const situation: Situation = {
+      ...call.situation,
+      sandboxEnabled: this.#config.sandbox.enabled,
+    };
+    const decision = authorize(call.principal, situation, { kind: "tool", tool: call.tool });
+    if (!decision.allowed) {
+      return {
+        isError: true,
+        content: `${call.tool} is not permitted at trust "${decision.effectiveTrust}" ` +
+          `(rule ${decision.rule})`,
+        decision,
+      };
+    }
+    const onHost = decision.placement === "host";
+    const scope = scopeFor(this.#config, call.principal.name, onHost);
+    const settings = this.settingsFor(call.user, call.cronJob);
+    try {
+      await Deno.mkdir(scope.hostRoot, { recursive: true });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return {
+        isError: true,
+        content: `cannot create workspace ${scope.hostRoot}: ${message}`,
+        decision,
+      };
+    }
+    const context: ToolContext = {
+      scope,
+      defaultTimeoutMs: settings.timeoutMs,
+      maxTimeoutMs: settings.maxTimeoutMs,
+      maxOutputChars: this.#maxOutputChars,
+      runCommand: call.tool === "bash"
+        ? (onHost
+          ? this.#hostRunner(scope.hostRoot)
+          : this.#sandboxRunner(scope.hostRoot, settings))
+        : undefined,
+    };
+    const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);
+    return { ...result, decision };
+  }
+
+  #hostRunner(cwd: string): CommandRunner {
+    return (command, { timeoutMs }) =>
+      this.#host(command, {
+        cwd,
+        timeoutMs,
+        env: this.#hostEnv,
+        maxOutputBytes: MAX_CAPTURE_BYTES,
+      });
+  }
+
+  #sandboxRunner(workspace: string, settings: SandboxSettings): CommandRunner {
+    return async (command, { timeoutMs }) => {
+      // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
+      for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
+        if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
+          throw new ToolError(
+            "tool.private_path_visible",
+            `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
+          );
+        }
+      }
+      let policy: SandboxPolicyInput;
+      try {
+        policy = toSandboxPolicy(settings, workspace);
+      } catch (error) {
+        if (error instanceof UnsupportedSandboxSettingError) {
+          throw new ToolError("tool.sandbox_unsupported", error.message, { cause: error });
+        }
+        throw error;
+      }
+      try {
+        return await this.#sandbox(policy, ["sh", "-c", command], {
+          timeoutMs,
+          maxOutputBytes: MAX_CAPTURE_BYTES,
+        });
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new ToolError(
+          "tool.sandbox_unavailable",
+          `the sandbox could not start, so the command did not run: ${reason}`,
+          { cause: error },
+        );
+      }
+    };
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Sandbox settings: the global `[sandbox]` table merged with a user's or cron job's overrides.
+ * @module
+ */
+import type { SandboxPolicyInput } from "../sandbox/mod.ts";
+import type { RawSandboxOverrides } from "./config_schema.ts";
+
+/** Default `bash` timeout. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+/** Default largest `bash` timeout the model may request. */
+export const DEFAULT_MAX_TIMEOUT_MS = 600_000;
+/** Default size of the sandbox's `/tmp`. */
+export const DEFAULT_TMP_SIZE_BYTES = 64 * 2 ** 20;
+
+/**
+ * The resolved sandbox settings for one principal. `memoryBytes`, `pidsLimit`, `cpus`,
+ * `allowDomains` and network `proxy` are kept for when the sandbox implements them; today
+ * `toSandboxPolicy` maps only what the sandbox enforces.
+ */
+export interface SandboxSettings {
+  /** `none`, `host` or `proxy` (proxy is not implemented by the sandbox yet). */
+  network: "none" | "host" | "proxy";
+  /** Hosts reachable through the proxy (not enforced yet). */
+  allowDomains: readonly string[];
+  /** Memory limit in bytes (not enforced yet). */
+  memoryBytes?: number;
+  /** Process limit (not enforced yet). */
+  pidsLimit?: number;
+  /** CPU limit (not enforced yet). */
+  cpus?: number;
+  /** Default `bash` timeout. */
+  timeoutMs: number;
+  /** Largest `bash` timeout the model may ask for. */
+  maxTimeoutMs: number;
+  /** Size of `/tmp` inside the sandbox. */
+  tmpSizeBytes: number;
+  /** Host environment variables copied into the sandbox. */
+  envPassthrough: readonly string[];
+}
+
+/** Converts a parsed override table into the fields it sets. */
+export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<SandboxSettings> {
+  if (!raw) return {};
+  const out: Partial<SandboxSettings> = {};
+  if (raw.network !== undefined) out.network = raw.network;
+  if (raw.allow_domains !== undefined) out.allowDomains = raw.allow_domains;
+  if (raw.memory !== undefined) out.memoryBytes = raw.memory;
+  if (raw.pids_limit !== undefined) out.pidsLimit = raw.pids_limit;
+  if (raw.cpus !== undefined) out.cpus = raw.cpus;
+  if (raw.timeout !== undefined) out.timeoutMs = raw.timeout;
+  if (raw.max_timeout !== undefined) out.maxTimeoutMs = raw.max_timeout;
+  if (raw.tmp_size !== undefined) out.tmpSizeBytes = raw.tmp_size;
+  if (raw.env_passthrough !== undefined) out.envPassthrough = raw.env_passthrough;
+  return out;
+}
+
+/** Returns the global settings: the `[sandbox]` table over Coop's defaults. */
+export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings {
+  return {
+    network: "none",
+    allowDomains: [],
+    timeoutMs: DEFAULT_TIMEOUT_MS,
+    maxTimeoutMs: DEFAULT_MAX_TIMEOUT_MS,
+    tmpSizeBytes: DEFAULT_TMP_SIZE_BYTES,
+    envPassthrough: [],
+    ...overridesFromRaw(raw),
+  };
+}
+
+/** Returns `base` with `overrides` applied on top, key by key. */
+export function mergeSandboxSettings(
+  base: SandboxSettings,
+  ...overrides: readonly Partial<SandboxSettings>[]
+): SandboxSettings {
+  return Object.assign({}, base, ...overrides);
+}
+
+/** Thrown when settings ask for something the sandbox cannot do yet; fail closed. */
+export class UnsupportedSandboxSettingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnsupportedSandboxSettingError";
+  }
+}
+
+/**
+ * Maps settings onto the sandbox library's policy for `workspace`.
+ * Throws when the network mode is `proxy`: the sandbox has no proxy yet, and silently giving
+ * the host's network instead would widen access.
+ */
+export function toSandboxPolicy(settings: SandboxSettings, workspace: string): SandboxPolicyInput {
+  if (settings.network === "proxy") {
+    throw new UnsupportedSandboxSettingError(
+      'sandbox network "proxy" is not implemented yet; use "none" or "host"',
+    );
+  }
+  return {
+    workspace,
+    network: settings.network,
+    tmpSizeBytes: settings.tmpSizeBytes,
+    envPassthrough: [...settings.envPassthrough],
+  };
+}
