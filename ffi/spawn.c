@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "layers.h"
 #include "protocol.h"
 #include "sys.h"
 
@@ -52,6 +53,33 @@ static const char *const init_argv[] = {"coop-init", NULL};
 static const char *const init_envp[] = {NULL};
 
 const char *coop_source_hash(void) { return COOP_SOURCE_HASH; }
+
+/* "" in a release build; else the protections this debug build leaves out, comma-separated. */
+const char *coop_disabled_layers(void) {
+  return ""
+#ifdef COOP_DISABLE_SECCOMP
+         "seccomp,"
+#endif
+#ifdef COOP_DISABLE_LANDLOCK
+         "landlock,"
+#endif
+#ifdef COOP_DISABLE_CAPABILITIES
+         "capabilities,"
+#endif
+#ifdef COOP_DISABLE_NO_NEW_PRIVS
+         "no-new-privs,"
+#endif
+#ifdef COOP_DISABLE_NETNS
+         "netns,"
+#endif
+#ifdef COOP_DISABLE_PIDNS
+         "pidns,"
+#endif
+#ifdef COOP_DISABLE_CLOSE_FDS
+         "close-fds,"
+#endif
+      ;
+}
 
 /* The init binary, in a sealed memfd made once per process. */
 static int init_memfd(void) {
@@ -289,6 +317,12 @@ int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
   int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
               CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP | SIGCHLD;
   if (params[P_NEW_NET]) flags |= CLONE_NEWNET;
+#ifdef COOP_DISABLE_NETNS
+  flags &= ~CLONE_NEWNET;
+#endif
+#ifdef COOP_DISABLE_PIDNS
+  flags &= ~CLONE_NEWPID;
+#endif
   int pidfd = -1;
   sigset_t all, old;
   sigfillset(&all);

@@ -2,15 +2,45 @@
  * Builds the sandbox trampoline: the static pid-1 init, then the shared object that embeds
  * it. Skips the work when build/ already holds a library of the current sources.
  *
- * Usage: deno task build:ffi [--force]
+ * Usage: deno task build:ffi [--force] [--disable LAYER]...
+ *
+ * `--disable LAYER` makes a debug build without one protection (seccomp, landlock,
+ * capabilities, no-new-privs, netns, pidns, close-fds) in build/debug-LAYER/, for the tests
+ * that prove each layer is load-bearing. The loader refuses such a library unless
+ * COOP_ALLOW_DEBUG_LIBRARY=1.
  */
+import { parseArgs } from "node:util";
 import { hashSources } from "../src/sandbox/source_hash.ts";
+
+const LAYERS = [
+  "seccomp",
+  "landlock",
+  "capabilities",
+  "no-new-privs",
+  "netns",
+  "pidns",
+  "close-fds",
+];
+const { values: options } = parseArgs({
+  args: Deno.args,
+  options: { force: { type: "boolean" }, disable: { type: "string", multiple: true } },
+});
+const disabled = (options.disable ?? []).sort();
+for (const layer of disabled) {
+  if (!LAYERS.includes(layer)) {
+    console.error(`build:ffi: unknown layer "${layer}" (known: ${LAYERS.join(", ")})`);
+    Deno.exit(2);
+  }
+}
 
 const root = new URL("..", import.meta.url).pathname;
 const ffi = `${root}ffi`;
-const build = `${root}build`;
+const build = disabled.length ? `${root}build/debug-${disabled.join("+")}` : `${root}build`;
 const library = `${build}/libcoop_sandbox.so`;
 const stamp = `${build}/libcoop_sandbox.hash`;
+const defines = disabled.map((layer) =>
+  `-DCOOP_DISABLE_${layer.toUpperCase().replaceAll("-", "_")}`
+);
 
 async function run(cmd: string, args: string[]): Promise<void> {
   const { code, stderr } = await new Deno.Command(cmd, { args, stderr: "piped" }).output();
@@ -22,7 +52,7 @@ async function run(cmd: string, args: string[]): Promise<void> {
 }
 
 const hash = await hashSources(ffi);
-const force = Deno.args.includes("--force");
+const force = options.force ?? false;
 const current = await Deno.readTextFile(stamp).catch(() => "");
 const built = await Deno.stat(library).then(() => true, () => false);
 if (!force && built && current.trim() === hash) Deno.exit(0);
@@ -47,6 +77,7 @@ await run("gcc", [
   "-fno-stack-protector",
   "-fno-asynchronous-unwind-tables",
   "-Wl,--build-id=none",
+  ...defines,
   "-o",
   `${build}/coop-init`,
   ...initSources.sort(),
@@ -57,6 +88,7 @@ await run("gcc", [
   "-shared",
   "-fPIC",
   `-DCOOP_SOURCE_HASH="${hash}"`,
+  ...defines,
   `-I${build}`,
   "-o",
   `${library}.tmp`,

@@ -1,6 +1,7 @@
 /* The init's sequence, top to bottom. Every step that can fail reports {step, errno} on the
  * report pipe and exits before the command runs. */
 #include "init.h"
+#include "../layers.h"
 
 #include <linux/errno.h>
 #include <linux/fcntl.h>
@@ -102,7 +103,9 @@ void coop_init_main(void) {
 
   coop_step(0, COOP_STEP_SIGNALS);
   coop_reset_signals();
+#ifndef COOP_DISABLE_CLOSE_FDS
   coop_close_inherited_fds();
+#endif
   coop_read_spec(&spec);
 
   coop_build_root(&spec);
@@ -125,9 +128,17 @@ void coop_init_main(void) {
   /* Landlock before seccomp: the filter doesn't deny the landlock_* calls, but installing
    * it last means nothing after it is left for the init to need. */
   coop_step(&spec, COOP_STEP_LANDLOCK);
+#ifndef COOP_DISABLE_LANDLOCK
   int landlock_abi = coop_apply_landlock(&spec);
+#else
+  int landlock_abi = 0;
+#endif
   coop_step(&spec, COOP_STEP_SECCOMP);
+#ifndef COOP_DISABLE_SECCOMP
   int seccomp_on = coop_install_seccomp();
+#else
+  int seccomp_on = 0;
+#endif
 
   coop_report(COOP_REC_READY, landlock_abi, seccomp_on);
   coop_step(&spec, COOP_STEP_FORK);

@@ -1,5 +1,6 @@
 /* Process hygiene for the init and the command: signals, inherited fds, privileges, exec. */
 #include "init.h"
+#include "../layers.h"
 
 #include <linux/capability.h>
 #include <linux/errno.h>
@@ -63,6 +64,7 @@ void coop_loopback_up(void) {
  * would otherwise get a full permitted set back at every execve. */
 void coop_drop_privileges(void) {
   const int step = COOP_STEP_DROP_CAPABILITIES;
+#ifndef COOP_DISABLE_CAPABILITIES
   coop_check(step, SYS5(__NR_prctl, PR_SET_SECUREBITS,
                         SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                             SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
@@ -77,8 +79,11 @@ void coop_drop_privileges(void) {
   struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
   struct __user_cap_data_struct data[2] = {{0, 0, 0}, {0, 0, 0}};
   coop_check(step, SYS2(__NR_capset, &hdr, data));
-
+#endif
+  (void)step;
+#ifndef COOP_DISABLE_NO_NEW_PRIVS
   coop_check(COOP_STEP_NO_NEW_PRIVS, SYS5(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+#endif
   /* A non-dumpable init cannot be ptraced or have its memory or /proc/1/exe opened. */
   coop_check(COOP_STEP_NO_NEW_PRIVS, SYS5(__NR_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0));
 }

@@ -54,6 +54,9 @@ function renderStatus(report: ProbeReport): string {
     lines.push("  Non-owner commands will be refused (fail closed).");
     return lines.join("\n") + "\n";
   }
+  if (report.disabledLayers?.length) {
+    lines.push(`  ⚠ DEBUG LIBRARY built without: ${report.disabledLayers.join(", ")}`);
+  }
   const width = Math.max(...report.checks.map((c) => c.label.length));
   for (const check of report.checks) {
     lines.push(`  ${check.ok ? "✓" : "✗"} ${check.label.padEnd(width)}  ${check.evidence}`);

@@ -8,6 +8,7 @@ import { hashSources } from "./source_hash.ts";
 
 const SYMBOLS = {
   coop_source_hash: { parameters: [], result: "pointer" },
+  coop_disabled_layers: { parameters: [], result: "pointer" },
   coop_spawn: { parameters: ["buffer", "usize", "buffer", "buffer", "buffer"], result: "i32" },
   coop_wait: { parameters: ["i32", "buffer"], result: "i32" },
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
@@ -84,5 +85,24 @@ async function open(): Promise<Trampoline> {
       );
     }
   }
+  const layers = disabledLayersOf(library.symbols);
+  if (layers.length && Deno.env.get("COOP_ALLOW_DEBUG_LIBRARY") !== "1") {
+    library.close();
+    throw new SandboxUnavailableError(
+      `the sandbox library ${path} is a debug build without ${layers.join(", ")}; ` +
+        `it is only for tests (COOP_ALLOW_DEBUG_LIBRARY=1). ${REBUILD}`,
+    );
+  }
   return library.symbols;
+}
+
+function disabledLayersOf(symbols: Trampoline): string[] {
+  const pointer = symbols.coop_disabled_layers();
+  const list = pointer ? Deno.UnsafePointerView.getCString(pointer) : "";
+  return list.split(",").filter(Boolean);
+}
+
+/** Protections the loaded library was built without (empty for every release build). */
+export async function disabledLayers(): Promise<string[]> {
+  return disabledLayersOf(await loadTrampoline());
 }

@@ -5,6 +5,7 @@
  */
 import { SandboxError } from "./errors.ts";
 import { exec } from "./exec.ts";
+import { disabledLayers } from "./ffi.ts";
 import { BASE_ENV, HOST_ENV_ALLOWLIST } from "./environment.ts";
 
 /** One measured capability of the sandbox. */
@@ -30,6 +31,8 @@ export interface ProbeReport {
   checks: ProbeCheck[];
   /** Wall-clock time of the probe sandbox, spawn to exit. */
   durationMs?: number;
+  /** Protections the loaded library was built without (a debug build; empty normally). */
+  disabledLayers?: string[];
 }
 
 // Prints key=value lines; $@ are host paths that must not exist inside.
@@ -204,7 +207,13 @@ export async function probe(): Promise<ProbeReport> {
         evidence: `a command's open fds: ${fds}`,
       },
     ];
-    return { available: true, platform, checks, durationMs: result.durationMs };
+    return {
+      available: true,
+      platform,
+      checks,
+      durationMs: result.durationMs,
+      disabledLayers: await disabledLayers(),
+    };
   } catch (error) {
     const message = error instanceof SandboxError ? error.message : String(error);
     return { available: false, error: message, platform, checks: [] };
