@@ -8,12 +8,15 @@ import type { Buffer } from "node:buffer";
 import { isAbsolute, resolve } from "node:path";
 import {
   exec,
+  lastSelfTest,
   NETWORK_MODES,
   type NetworkMode,
   probe,
   type ProbeReport,
   SandboxError,
   type SandboxPolicyInput,
+  selfTest,
+  type SelfTestResult,
   spawnSandboxed,
 } from "../sandbox/mod.ts";
 import { parseDuration } from "./duration.ts";
@@ -65,11 +68,40 @@ function renderStatus(report: ProbeReport): string {
   return lines.join("\n") + "\n";
 }
 
+function renderLastSelfTest(last: SelfTestResult | undefined): string {
+  if (!last) return "  self-test: never run (coop sandbox test)\n";
+  const failed = last.checks.filter((c) => !c.ok).map((c) => c.id);
+  const verdict = last.passed
+    ? "passed"
+    : `FAILED${failed.length ? `: ${failed.join(", ")}` : `: ${last.error}`}`;
+  return `  last self-test (${last.at}): ${verdict}\n`;
+}
+
 async function statusCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: "boolean" } }, strict: true });
   const report = await probe();
-  print(values.json ? JSON.stringify(report, null, 2) + "\n" : renderStatus(report));
+  const last = await lastSelfTest();
+  print(
+    values.json
+      ? JSON.stringify({ ...report, lastSelfTest: last ?? null }, null, 2) + "\n"
+      : renderStatus(report) + renderLastSelfTest(last),
+  );
   return report.available ? 0 : 1;
+}
+
+async function testCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { json: { type: "boolean" } }, strict: true });
+  const result = await selfTest();
+  if (values.json) {
+    print(JSON.stringify(result, null, 2) + "\n");
+  } else {
+    if (result.error) print(`  ✗ the sandbox could not start: ${result.error}\n`);
+    for (const check of result.checks) {
+      print(`  ${check.ok ? "✓" : "✗ ESCAPE"} ${check.name} — ${check.detail}\n`);
+    }
+    print(result.passed ? "sandbox self-test passed\n" : "sandbox self-test FAILED\n");
+  }
+  return result.passed ? 0 : 1;
 }
 
 const EXEC_OPTIONS = {
@@ -183,7 +215,8 @@ export function sandboxCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === "status") return statusCommand(rest);
   if (sub === "exec") return execCommand(rest);
+  if (sub === "test") return testCommand(rest);
   throw new UsageError(
-    sub ? `unknown sandbox command "${sub}"` : "sandbox needs a command: status, exec",
+    sub ? `unknown sandbox command "${sub}"` : "sandbox needs a command: status, test, exec",
   );
 }

@@ -1,6 +1,7 @@
 /** The command-line surface (DESIGN §5); tests and docs rely on it. */
 export const USAGE = `Usage:
   coop sandbox status [--json]
+  coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host] [--timeout DURATION] [--json] -- CMD [ARG...]
   coop check   [--config FILE] [--json]
 

@@ -12,7 +12,7 @@ import { runTool, ToolError } from "../core/tool_contract.ts";
 import { BUILTIN_TOOLS, isToolName } from "../core/tool_registry.ts";
 import { DEFAULT_MAX_OUTPUT_CHARS } from "../core/truncation.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
-import { exec as sandboxExec } from "../sandbox/mod.ts";
+import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
 import { authorize, type Decision, type Principal, type Situation } from "./authorization.ts";
 import type { CoopConfig, CronJobConfig, UserConfig } from "./config.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
@@ -41,6 +41,21 @@ export interface ExecutorDependencies {
   env?: Record<string, string>;
   /** Cap on what one tool returns to the model. */
   maxOutputChars?: number;
+  /**
+   * Gate before the first sandboxed command: resolves to a failure reason, or null when the
+   * sandbox may be used. Default: the escape self-test (`coop sandbox test`) when the real
+   * sandbox is used, nothing when a fake `sandbox` is injected.
+   */
+  sandboxGate?: () => Promise<string | null>;
+}
+
+/** The default gate: the built-in escape self-test must pass before any sandboxed command. */
+export async function selfTestGate(): Promise<string | null> {
+  const result = await selfTest();
+  if (result.passed) return null;
+  const escapes = result.checks.filter((c) => !c.ok).map((c) => c.name);
+  return `the sandbox self-test failed (${result.error ?? escapes.join("; ")}); ` +
+    "run `coop sandbox test` for details";
 }
 
 /** One tool call from the agent loop, with everything needed to authorize it. */
@@ -78,11 +93,14 @@ export class SandboxExecutor {
   readonly #host: HostRunner;
   readonly #hostEnv: Record<string, string>;
   readonly #maxOutputChars: number;
+  readonly #gate: () => Promise<string | null>;
+  #gateResult: Promise<string | null> | undefined;
 
   constructor(config: CoopConfig, deps: ExecutorDependencies = {}) {
     this.#config = config;
     this.#sandbox = deps.sandbox ?? ((policy, argv, options) => sandboxExec(policy, argv, options));
     this.#host = deps.host ?? runOnHost;
+    this.#gate = deps.sandboxGate ?? (deps.sandbox ? () => Promise.resolve(null) : selfTestGate);
     this.#maxOutputChars = deps.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     // Provider keys and channel tokens stay in the gateway, even for the owner's shell.
     const secrets = new Set<string>();
@@ -179,6 +197,11 @@ export class SandboxExecutor {
         }
         throw error;
       }
+      // Once per executor (i.e. at gateway start): a failed self-test refuses every sandboxed
+      // command from then on — fail closed, never onto the host.
+      this.#gateResult ??= this.#gate();
+      const refusal = await this.#gateResult;
+      if (refusal) throw new ToolError("tool.sandbox_unavailable", refusal);
       try {
         return await this.#sandbox(policy, ["sh", "-c", command], {
           timeoutMs,

@@ -12,6 +12,8 @@
  */
 export { exec } from "./exec.ts";
 export { probe } from "./probe.ts";
+export { coopStateDir, lastSelfTest, selfTest } from "./self_test.ts";
+export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export { spawnSandboxed } from "./spawn.ts";

@@ -47,6 +47,8 @@ grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status |
 echo "rootdir=$(ls -A / | paste -sd, -)"
 # The fds a fresh process inherits (the shell itself holds extra ones while redirecting).
 sleep 10 & child=$!
+# Not before it is sleep: between fork and exec the shell briefly holds an extra fd.
+until [ "$(cat /proc/$child/comm 2>/dev/null)" = sleep ]; do :; done
 ls /proc/$child/fd > /tmp/fds
 kill $child
 echo "fds=$(paste -sd, /tmp/fds)"

@@ -51,6 +51,7 @@ async function setup(
   fn: (executor: SandboxExecutor, rec: Recorder, dir: string) => Promise<void>,
   sandboxFails = false,
   edit: (text: string) => string = (text) => text,
+  sandboxGate?: () => Promise<string | null>,
 ): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-exec-" }));
   const config = parseConfig(edit(CONFIG), join(dir, "coop.toml"), dir);
@@ -68,6 +69,7 @@ async function setup(
       rec.host.push({ command, options });
       return Promise.resolve(done);
     },
+    sandboxGate,
   });
   try {
     await fn(executor, rec, dir);
@@ -231,4 +233,30 @@ Deno.test("with the sandbox disabled, non-owner bash is denied, not run on the h
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a failed self-test at start refuses every sandboxed command, once checked", async () => {
+  let gateRuns = 0;
+  const gate = () => {
+    gateRuns++;
+    return Promise.resolve("the sandbox self-test failed (no new user namespace (seccomp))");
+  };
+  await setup(
+    async (executor, rec) => {
+      for (let i = 0; i < 2; i++) {
+        const r = await executor.call(call("bob", "inner", "bash", { command: "ls" }));
+        ok(r.isError);
+        ok(r.content.includes("self-test failed"), r.content);
+      }
+      strictEqual(gateRuns, 1);
+      strictEqual(rec.sandbox.length, 0);
+      strictEqual(rec.host.length, 0);
+      // The owner is not sandboxed, so the gate does not apply to them.
+      const owner = await executor.call(call("alice", "owner", "bash", { command: "ls" }));
+      strictEqual(owner.isError, false, owner.content);
+    },
+    false,
+    (text) => text,
+    gate,
+  );
 });

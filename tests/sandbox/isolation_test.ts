@@ -112,7 +112,9 @@ sandboxTest("only fds 0, 1, 2 inside while the gateway holds files and sockets",
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   try {
     // A fresh process shows what is inherited (the shell itself may hold fds while redirecting).
-    const r = await sh("sleep 5 & p=$!; ls /proc/$p/fd; kill $p");
+    const r = await sh(
+      'sleep 5 & p=$!; until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do :; done; ls /proc/$p/fd; kill $p',
+    );
     assertEquals(r.stdout, "0\n1\n2\n");
   } finally {
     file.close();

@@ -1,0 +1,205 @@
+/**
+ * `selfTest()`: plants canaries on the host — a file in the invoking user's home, a file in
+ * Coop's state directory, a secret environment variable, a listener on 127.0.0.1, a host
+ * process — and attacks them from inside a real sandbox. Any canary reached is an escape.
+ * `coop sandbox test` prints it; the gateway refuses to sandbox-execute when it fails.
+ * @module
+ */
+import { exec } from "./exec.ts";
+import { SandboxError } from "./errors.ts";
+
+/** One attack of the self-test. */
+export interface SelfTestCheck {
+  id: string;
+  /** What must hold, e.g. "the home canary is unreadable". */
+  name: string;
+  ok: boolean;
+  /** What was observed. */
+  detail: string;
+}
+
+/** The self-test's verdict. */
+export interface SelfTestResult {
+  /** True when no attack reached its canary (and the sandbox could start at all). */
+  passed: boolean;
+  /** When it ran (ISO 8601). */
+  at: string;
+  checks: SelfTestCheck[];
+  /** Set when the sandbox could not start; the test then fails closed. */
+  error?: string;
+}
+
+/** Coop's per-user state directory: `$XDG_STATE_HOME/coop`, default `~/.local/state/coop`. */
+export function coopStateDir(): string {
+  const base = Deno.env.get("XDG_STATE_HOME") ||
+    `${Deno.env.get("HOME") ?? "/tmp"}/.local/state`;
+  return `${base}/coop`;
+}
+
+const RESULT_FILE = "sandbox-selftest.json";
+
+/** The last stored self-test result, if any. */
+export async function lastSelfTest(): Promise<SelfTestResult | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(`${coopStateDir()}/${RESULT_FILE}`));
+  } catch {
+    return undefined;
+  }
+}
+
+// $1 home canary, $2 state canary, $3 host port, $4 host pid.
+const ATTACK = `
+for f in "$1" "$2"; do cat "$f" 2>/dev/null; done
+env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'
+if bash -c "exec 3<>/dev/tcp/127.0.0.1/$3" 2>/dev/null; then echo "ESCAPE-LISTENER"; fi
+if kill -9 "$4" 2>/dev/null; then echo "ESCAPE-KILL"; fi
+[ -e "/proc/$4" ] && echo "ESCAPE-PROC"
+if touch "$(dirname "$1")/coop-selftest-write" 2>/dev/null; then echo "ESCAPE-WRITE"; fi
+if unshare -U true 2>/dev/null; then echo "ESCAPE-USERNS"; fi
+grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status
+sleep 5 & child=$!
+until [ "$(cat /proc/$child/comm 2>/dev/null)" = sleep ]; do :; done
+echo "FDS=$(ls /proc/$child/fd | paste -sd, -)"
+kill $child
+`;
+
+function token(): string {
+  return `coop-canary-${crypto.randomUUID()}`;
+}
+
+/**
+ * Runs the self-test and stores its result in Coop's state directory.
+ *
+ * @example
+ * ```ts
+ * const result = await selfTest();
+ * if (!result.passed) throw new Error("sandbox escape");
+ * ```
+ */
+export async function selfTest(): Promise<SelfTestResult> {
+  const homeToken = token(), stateToken = token(), envToken = token();
+  const home = Deno.env.get("HOME") ?? "/tmp";
+  const stateDir = coopStateDir();
+  await Deno.mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const homeCanary = `${home}/.coop-selftest-${crypto.randomUUID()}`;
+  const stateCanary = `${stateDir}/selftest-canary-${crypto.randomUUID()}`;
+  const workspace = await Deno.makeTempDir({ prefix: "coop-selftest-" });
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let connections = 0;
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      connections++;
+      conn.close();
+    }
+  })().catch(() => {});
+  const hostProcess = new Deno.Command("sleep", { args: ["300"], stdout: "null", stderr: "null" })
+    .spawn();
+  const envName = "COOP_SELFTEST_SECRET";
+  const previous = Deno.env.get(envName);
+  const checks: SelfTestCheck[] = [];
+  let error: string | undefined;
+  try {
+    await Deno.writeTextFile(homeCanary, homeToken, { mode: 0o600 });
+    await Deno.writeTextFile(stateCanary, stateToken, { mode: 0o600 });
+    Deno.env.set(envName, envToken);
+    const port = (listener.addr as Deno.NetAddr).port;
+    const r = await exec(
+      { workspace },
+      [
+        "sh",
+        "-c",
+        ATTACK,
+        "selftest",
+        homeCanary,
+        stateCanary,
+        String(port),
+        String(hostProcess.pid),
+      ],
+      { timeoutMs: 15_000 },
+    );
+    const out = r.stdout + r.stderr;
+    const hostAlive = await Promise.race([
+      hostProcess.status.then(() => false),
+      new Promise<boolean>((done) => setTimeout(() => done(true), 50)),
+    ]);
+    const add = (id: string, name: string, ok: boolean, detail: string) =>
+      checks.push({ id, name, ok, detail });
+    add(
+      "home-canary",
+      "a file in your home is unreadable",
+      !out.includes(homeToken),
+      `cat ${homeCanary}`,
+    );
+    add(
+      "state-canary",
+      "Coop's state directory is unreadable",
+      !out.includes(stateToken),
+      `cat ${stateCanary}`,
+    );
+    add(
+      "environment",
+      "a secret in Coop's environment is invisible",
+      !out.includes(envToken),
+      "env and /proc/*/environ",
+    );
+    add(
+      "listener",
+      "a host listener on 127.0.0.1 is unreachable",
+      !out.includes("ESCAPE-LISTENER") && connections === 0,
+      `${connections} connection(s) reached the host`,
+    );
+    add(
+      "host-process",
+      "a host process can be neither seen nor killed",
+      hostAlive && !out.includes("ESCAPE-KILL") && !out.includes("ESCAPE-PROC"),
+      hostAlive ? "still running" : "KILLED",
+    );
+    add(
+      "host-write",
+      "nothing can be written outside the workspace",
+      !out.includes("ESCAPE-WRITE"),
+      "touch next to the home canary",
+    );
+    add("userns", "no new user namespace (seccomp)", !out.includes("ESCAPE-USERNS"), "unshare -U");
+    const fds = /^FDS=(.*)$/m.exec(out)?.[1] ?? "?";
+    add(
+      "fds",
+      "no file descriptor of Coop's is inherited",
+      fds === "0,1,2",
+      `a command's fds: ${fds}`,
+    );
+    const caps = /CapEff:\s+0{16}/.test(out) && /CapPrm:\s+0{16}/.test(out);
+    add(
+      "privileges",
+      "no capabilities, no_new_privs, seccomp on",
+      caps && /NoNewPrivs:\s+1/.test(out) && /Seccomp:\s+2/.test(out),
+      out.split("\n").filter((l) => /^(Cap|NoNew|Seccomp)/.test(l)).join("; "),
+    );
+  } catch (cause) {
+    error = cause instanceof SandboxError ? cause.message : String(cause);
+  } finally {
+    if (previous === undefined) Deno.env.delete(envName);
+    else Deno.env.set(envName, previous);
+    listener.close();
+    await accepting;
+    try {
+      hostProcess.kill("SIGKILL");
+    } catch {
+      // already gone (which the check above reports)
+    }
+    await hostProcess.status;
+    for (const path of [homeCanary, stateCanary, `${home}/coop-selftest-write`]) {
+      await Deno.remove(path).catch(() => {});
+    }
+    await Deno.remove(workspace, { recursive: true }).catch(() => {});
+  }
+  const result: SelfTestResult = {
+    passed: error === undefined && checks.every((c) => c.ok),
+    at: new Date().toISOString(),
+    checks,
+    ...(error ? { error } : {}),
+  };
+  await Deno.writeTextFile(`${stateDir}/${RESULT_FILE}`, JSON.stringify(result, null, 2) + "\n")
+    .catch(() => {});
+  return result;
+}
