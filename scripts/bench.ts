@@ -207,4 +207,19 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  await main();
+  console.log();
+  // Separate processes: one sandbox library per process (see bench_hardening.ts).
+  const hardening = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      new URL("./bench_hardening.ts", import.meta.url).pathname,
+    ],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!hardening.success) console.log("hardening cost: the comparison failed (see above)");
+}

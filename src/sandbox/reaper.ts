@@ -25,10 +25,9 @@ function poll(): void {
       resolve(r === pid ? statusBuffer[0] : 9);
     }
   }
-  if (waiting.size === 0 && listening) {
-    Deno.removeSignalListener("SIGCHLD", poll);
+  if (waiting.size === 0 && keepAlive !== undefined) {
     clearInterval(keepAlive);
-    listening = false;
+    keepAlive = undefined;
   }
 }
 
@@ -36,11 +35,13 @@ function poll(): void {
 export function waitForExit(trampoline: Trampoline, pid: number): Promise<number> {
   lib = trampoline;
   const done = new Promise<number>((resolve) => waiting.set(pid, resolve));
+  // Registered once and kept: re-registering per sandbox costs more than it saves, and a
+  // signal listener does not keep the process alive.
   if (!listening) {
     Deno.addSignalListener("SIGCHLD", poll);
-    keepAlive = setInterval(poll, FALLBACK_POLL_MS);
     listening = true;
   }
+  keepAlive ??= setInterval(poll, FALLBACK_POLL_MS);
   // It may have exited before the listener existed.
   poll();
   return done;
