@@ -170,7 +170,7 @@ async function streamCommand(
   argv: string[],
   timeoutMs: number,
 ): Promise<number> {
-  const child = await spawnSandboxed(policy, argv, { stdin: true });
+  const child = await spawnSandboxed(policy, argv, { stdin: true, timeoutMs });
   const forward = (stream: typeof child.stdout, file: typeof Deno.stdout) =>
     new Promise<void>((done) => {
       stream.on("data", (chunk: Buffer) => writeAll(file, chunk));

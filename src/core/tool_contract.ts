@@ -3,25 +3,11 @@
  * @module
  */
 import { z } from "zod";
+import type { ExecResult } from "../sandbox/mod.ts";
 import { CoopError } from "./errors.ts";
 
-/** The outcome of one command run by `bash`, wherever it ran. */
-export interface CommandResult {
-  /** Exit code; `128 + n` when killed by signal n. */
-  exitCode: number;
-  /** The killing signal, e.g. `SIGKILL`, or null. */
-  signal: string | null;
-  /** True when the timeout ended the command. */
-  timedOut: boolean;
-  /** Captured stdout. */
-  stdout: string;
-  /** Captured stderr. */
-  stderr: string;
-  /** True when stdout or stderr hit the capture cap. */
-  truncated: boolean;
-  /** Wall-clock duration. */
-  durationMs: number;
-}
+/** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape). */
+export type CommandResult = Omit<ExecResult, "hardening">;
 
 /** Runs a shell command where the caller's trust says it must run (host or sandbox). */
 export type CommandRunner = (

@@ -81,44 +81,36 @@ export async function exec(
     env: options.env,
     stdin: options.stdin !== undefined,
     failAt: options.failAt,
+    timeoutMs,
   });
   if (child.stdin && options.stdin !== undefined) child.stdin.end(options.stdin);
   const stdout = captureOutput(child.lib, child.stdout, child.fds.stdout, limit);
   const stderr = captureOutput(child.lib, child.stderr, child.fds.stderr, limit);
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    child.kill("SIGKILL");
-  }, timeoutMs);
-  try {
-    const status = await child.status;
-    const [out, err] = await Promise.all([stdout, stderr]);
-    const decoder = new TextDecoder();
-    let stderrText = decoder.decode(err.bytes);
-    if (status.execErrno !== null) {
-      const what = status.execErrno === 2 ? "command not found" : errnoText(status.execErrno);
-      stderrText += `coop: ${argv[0]}: ${what} (${errnoName(status.execErrno)})\n`;
-    }
-    const result: ExecResult = {
-      exitCode: status.exitCode,
-      signal: status.signal,
-      timedOut,
-      stdout: decoder.decode(out.bytes),
-      stderr: stderrText,
-      truncated: out.truncated || err.truncated,
-      durationMs: Math.round((performance.now() - started) * 100) / 100,
-      hardening: status.hardening,
-    };
-    log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
-      command: argv[0],
-      exitCode: result.exitCode,
-      signal: result.signal,
-      timedOut,
-      truncated: result.truncated,
-      durationMs: Math.round(result.durationMs * 100) / 100,
-    });
-    return result;
-  } finally {
-    clearTimeout(timer);
+  const status = await child.status;
+  const [out, err] = await Promise.all([stdout, stderr]);
+  const decoder = new TextDecoder();
+  let stderrText = decoder.decode(err.bytes);
+  if (status.execErrno !== null) {
+    const what = status.execErrno === 2 ? "command not found" : errnoText(status.execErrno);
+    stderrText += `coop: ${argv[0]}: ${what} (${errnoName(status.execErrno)})\n`;
   }
+  const result: ExecResult = {
+    exitCode: status.exitCode,
+    signal: status.signal,
+    timedOut: status.timedOut,
+    stdout: decoder.decode(out.bytes),
+    stderr: stderrText,
+    truncated: out.truncated || err.truncated,
+    durationMs: Math.round((performance.now() - started) * 100) / 100,
+    hardening: status.hardening,
+  };
+  log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
+    command: argv[0],
+    exitCode: result.exitCode,
+    signal: result.signal,
+    timedOut: result.timedOut,
+    truncated: result.truncated,
+    durationMs: result.durationMs,
+  });
+  return result;
 }

@@ -28,6 +28,8 @@ export interface SpawnOptions {
   stdin?: boolean;
   /** Fail this setup step on purpose (tests of the error path). */
   failAt?: StepName;
+  /** Wall-clock limit: the whole sandbox is killed when it passes (`timedOut` in the status). */
+  timeoutMs?: number;
 }
 
 /** How a sandboxed command ended. */
@@ -40,6 +42,8 @@ export interface SandboxStatus {
   execErrno: number | null;
   /** What the init reported having applied: Landlock ABI in force (0: none), seccomp on. */
   hardening: { landlockAbi: number; seccomp: boolean };
+  /** True when `timeoutMs` passed and the sandbox was killed. */
+  timedOut: boolean;
 }
 
 /** A running sandboxed command. */
@@ -144,10 +148,15 @@ export async function spawnSandboxed(
     log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
     throw new SandboxSetupError(step, errno, hintFor(step, errno));
   }
-  return track(lib, out, argv);
+  return track(lib, out, argv, options.timeoutMs);
 }
 
-function track(lib: Trampoline, out: Int32Array, argv: readonly string[]): SandboxProcess {
+function track(
+  lib: Trampoline,
+  out: Int32Array,
+  argv: readonly string[],
+  timeoutMs: number | undefined,
+): SandboxProcess {
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
     new net.Socket({ fd, readable: !writable, writable });
@@ -156,10 +165,16 @@ function track(lib: Trampoline, out: Int32Array, argv: readonly string[]): Sandb
   const stdout = socket(out[OUT.stdout], false);
   const stderr = socket(out[OUT.stderr], false);
   const report = readReport(socket(out[OUT.report], false));
-  let alive = true;
+  let alive = true, timedOut = false;
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+    timedOut = true;
+    // The pidfd stays valid until we close it after reaping, so no pid-reuse race.
+    lib.coop_kill(pidfd, signalNumber("SIGKILL"));
+  }, timeoutMs);
 
   const status = Promise.all([waitForExit(lib, pid), report]).then(([waitStatus, rep]) => {
     alive = false;
+    clearTimeout(timer);
     lib.coop_close(pidfd);
     if (rep.setupError) {
       const step = stepName(rep.setupError.step), errno = rep.setupError.errno;
@@ -171,6 +186,7 @@ function track(lib: Trampoline, out: Int32Array, argv: readonly string[]): Sandb
       ...decoded,
       execErrno: rep.execErrno ?? null,
       hardening: rep.ready ?? { landlockAbi: 0, seccomp: false },
+      timedOut,
     };
   });
 
@@ -183,7 +199,6 @@ function track(lib: Trampoline, out: Int32Array, argv: readonly string[]): Sandb
     stderr,
     status,
     kill(signal: Deno.Signal = "SIGKILL") {
-      // The pidfd stays valid until we close it after reaping, so no pid-reuse race.
       if (alive) lib.coop_kill(pidfd, signalNumber(signal));
     },
   };
