@@ -1,5 +1,5 @@
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
-import { exec, SandboxSetupError } from "../../src/sandbox/mod.ts";
+import { exec, SandboxSetupError, spawnSandboxed } from "../../src/sandbox/mod.ts";
 import { sandboxTest, sh, withWorkspace } from "./harness.ts";
 
 sandboxTest("echo hello prints hello and exits 0", async () => {
@@ -68,3 +68,38 @@ for (
     assert(error.message.includes(`"${step}"`), error.message);
   });
 }
+
+sandboxTest(
+  "the init forwards the gateway's SIGTERM to the command, which may handle it",
+  async () => {
+    await withWorkspace(async (workspace) => {
+      const child = await spawnSandboxed({ workspace }, [
+        "sh",
+        "-c",
+        "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.05; done",
+      ]);
+      let out = "";
+      const ready = new Promise<void>((done) =>
+        child.stdout.on("data", (chunk: Uint8Array) => {
+          out += new TextDecoder().decode(chunk);
+          if (out.includes("ready")) done();
+        })
+      );
+      await ready;
+      child.kill("SIGTERM");
+      const status = await child.status;
+      assertEquals(status.exitCode, 3);
+      assertMatch(out, /got-term/);
+    });
+  },
+);
+
+sandboxTest("an unhandled forwarded SIGTERM is reported as the command's signal", async () => {
+  await withWorkspace(async (workspace) => {
+    const child = await spawnSandboxed({ workspace }, ["sleep", "30"]);
+    await new Promise((done) => setTimeout(done, 100));
+    child.kill("SIGTERM");
+    const status = await child.status;
+    assertEquals([status.exitCode, status.signal], [143, "SIGTERM"]);
+  });
+});
