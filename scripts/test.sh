@@ -1,6 +1,6 @@
 #!/bin/sh
-# The test command (README): installs what is missing, builds the sandbox library, runs every
-# test as the current user, and ends with one line "<user>: N passed, N failed, N skipped".
+# The test command (README): installs what is missing, builds the sandbox library, checks
+# format, lint and types, runs every test as the current user, and ends with one line "<user>: N passed, N failed, N skipped".
 # Sandbox integration tests run by default here; COOP_SANDBOX_TEST=0 skips them (they are
 # then reported as skipped, never as passed).
 set -u
@@ -9,6 +9,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 COOP_SANDBOX_TEST=${COOP_SANDBOX_TEST:-1}
 export COOP_SANDBOX_TEST
+if ! NO_COLOR=1 deno task --quiet check >/dev/null 2>"$root/.coop-check.log"; then
+  cat "$root/.coop-check.log"
+  rm -f "$root/.coop-check.log"
+  echo "$(id -un): 0 passed, 1 failed, 0 skipped (deno task check: format, lint or types)"
+  exit 1
+fi
+rm -f "$root/.coop-check.log"
 log=$(mktemp)
 NO_COLOR=1 deno test --allow-all --no-prompt tests/ 2>&1 | tee "$log"
 # POSIX sh has no pipefail: take deno's verdict from its summary line instead.

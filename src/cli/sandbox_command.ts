@@ -189,25 +189,16 @@ async function streamCommand(
     }
     child.stdin!.end();
   })();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    child.kill("SIGKILL");
-  }, timeoutMs);
-  try {
-    const status = await child.status;
-    await outputs;
-    if (status.execErrno !== null) {
-      printError(`coop: ${argv[0]}: command not found or not executable\n`);
-    }
-    if (timedOut) {
-      printError(`coop: timed out after ${timeoutMs} ms; the sandbox was killed\n`);
-      return EXIT_TIMEOUT;
-    }
-    return status.exitCode;
-  } finally {
-    clearTimeout(timer);
+  const status = await child.status;
+  await outputs;
+  if (status.execErrno !== null) {
+    printError(`coop: ${argv[0]}: command not found or not executable\n`);
   }
+  if (status.timedOut) {
+    printError(`coop: timed out after ${timeoutMs} ms; the sandbox was killed\n`);
+    return EXIT_TIMEOUT;
+  }
+  return status.exitCode;
 }
 
 /** Dispatches `coop sandbox <sub>`; returns the process exit status. */
