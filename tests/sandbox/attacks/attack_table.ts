@@ -18,22 +18,31 @@ export interface Attack {
   argv?: string[];
   /** Host-side preparation; its result is passed to `script` as `$1`. */
   prepare?: (workspace: string) => Promise<string> | string;
+  /** Host-side cleanup of what `prepare` started (listeners, processes); runs even on failure. */
+  teardown?: (prepared: string) => Promise<void> | void;
   /** Asserts the sandbox's answer (and the host's state). */
   expect: (r: ExecResult, workspace: string, prepared: string) => void | Promise<void>;
+  /** Wall-clock limit of the sandbox; default 20 s. */
+  timeoutMs?: number;
   /** Set when the row cannot be tested yet: the reason is printed with the skip. */
   waitsFor?: string;
   /** Tools the attack needs inside; missing ones skip the row, naming them. */
   needs?: string[];
 }
 
+/** Where the sandbox's PATH finds tools (the host's, bound read-only). */
+const TOOL_DIRS = ["/usr/bin", "/usr/sbin"];
+
 function missingTools(tools: string[] = []): string[] {
-  return tools.filter((tool) => {
-    try {
-      return !Deno.statSync(`/usr/bin/${tool}`).isFile;
-    } catch {
-      return true;
-    }
-  });
+  return tools.filter((tool) =>
+    !TOOL_DIRS.some((dir) => {
+      try {
+        return Deno.statSync(`${dir}/${tool}`).isFile;
+      } catch {
+        return false;
+      }
+    })
+  );
 }
 
 /** Declares one Deno test per attack. */
@@ -41,7 +50,7 @@ export function attackSuite(section: string, attacks: Attack[]): void {
   for (const attack of attacks) {
     const missing = missingTools(attack.needs);
     const skip = attack.waitsFor ??
-      (missing.length ? `needs ${missing.join(", ")} in /usr/bin` : undefined);
+      (missing.length ? `needs ${missing.join(", ")} in ${TOOL_DIRS.join(" or ")}` : undefined);
     Deno.test({
       name: `${section} ${attack.id}: ${attack.name}${skip ? ` — skipped: ${skip}` : ""}`,
       ignore: !SANDBOX_TESTS || skip !== undefined,
@@ -50,9 +59,13 @@ export function attackSuite(section: string, attacks: Attack[]): void {
       fn: () =>
         withWorkspace(async (workspace) => {
           const prepared = attack.prepare ? await attack.prepare(workspace) : "";
-          const argv = attack.argv ?? ["sh", "-c", attack.script!, "attack", prepared];
-          const r = await exec({ workspace }, argv, { timeoutMs: 20_000 });
-          await attack.expect(r, workspace, prepared);
+          try {
+            const argv = attack.argv ?? ["sh", "-c", attack.script!, "attack", prepared];
+            const r = await exec({ workspace }, argv, { timeoutMs: attack.timeoutMs ?? 20_000 });
+            await attack.expect(r, workspace, prepared);
+          } finally {
+            await attack.teardown?.(prepared);
+          }
         }),
     });
   }
@@ -89,3 +102,22 @@ export function keyValues(text: string): Record<string, string> {
 
 /** True on x86_64, where `syscallProbe`'s numbers are valid. */
 export const X86_64 = Deno.build.arch === "x86_64";
+
+/**
+ * A shell command that runs `program` with python3, the row's `$1` as `sys.argv[1]`. The
+ * program may call `attempt(label, fn)`, which prints `label=OK` or `label=<errno name>`.
+ */
+export function python(program: string): string {
+  const source = [
+    "import errno, os, socket, sys",
+    "def attempt(label, fn):",
+    "    try:",
+    "        fn()",
+    "        print(label + '=OK', flush=True)",
+    "    except OSError as e:",
+    "        name = errno.errorcode.get(e.errno) if e.errno and e.errno > 0 else None",
+    "        print(label + '=' + (name or type(e).__name__ + str(e.errno)), flush=True)",
+    program,
+  ].join("\n");
+  return `python3 -c '${source.replaceAll("'", `'\\''`)}' "$1"`;
+}
