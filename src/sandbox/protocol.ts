@@ -40,6 +40,34 @@ export const STEPS = {
 /** The name of a setup step, e.g. `"mount-workspace"`. */
 export type StepName = (typeof STEPS)[keyof typeof STEPS];
 
+/**
+ * Steps a test may force to fail (`failAt`): those with a `coop_step(spec, …)` injection
+ * point in ffi/init (tests/unit/protocol_test.ts keeps this list equal to the C side). Forcing
+ * any other step is refused — a forced failure that never happens would test nothing.
+ */
+export const INJECTABLE_STEPS: readonly StepName[] = [
+  "mount-private",
+  "mount-root",
+  "pivot-root",
+  "bind-readonly",
+  "mount-workspace",
+  "mount-tmp",
+  "mount-dev",
+  "mount-proc",
+  "write-etc",
+  "symlinks",
+  "umount-oldroot",
+  "remount-root-readonly",
+  "loopback",
+  "hostname",
+  "setsid",
+  "chdir",
+  "drop-capabilities",
+  "landlock",
+  "seccomp",
+  "fork",
+];
+
 /** Looks up a step number by name. */
 export function stepNumber(name: StepName): number {
   for (const [number, stepName] of Object.entries(STEPS)) {

@@ -7,7 +7,7 @@ import { buildEnvironment } from "./environment.ts";
 import { SandboxPolicyError } from "./errors.ts";
 import { hostLayout } from "./host_layout.ts";
 import type { SandboxPolicy } from "./policy.ts";
-import { SPEC_MAGIC, type StepName, stepNumber, TAG } from "./protocol.ts";
+import { INJECTABLE_STEPS, SPEC_MAGIC, type StepName, stepNumber, TAG } from "./protocol.ts";
 
 /** Per-command inputs besides the policy. */
 export interface SpecOptions {
@@ -78,7 +78,16 @@ export function buildSpec(
   for (const [path, content] of Object.entries(etcFiles(policy))) add(TAG.file, path, content);
   for (const arg of argv) add(TAG.arg, arg);
   for (const entry of buildEnvironment(policy, options.env)) add(TAG.env, entry);
-  if (options.failAt) add(TAG.failAt, String(stepNumber(options.failAt)));
+  if (options.failAt) {
+    if (!INJECTABLE_STEPS.includes(options.failAt)) {
+      throw new SandboxPolicyError(
+        `failAt: step "${options.failAt}" has no injection point; use one of ${
+          INJECTABLE_STEPS.join(", ")
+        }`,
+      );
+    }
+    add(TAG.failAt, String(stepNumber(options.failAt)));
+  }
   parts.push(TAG.end);
   return new TextEncoder().encode(parts.join("\0"));
 }

@@ -1,5 +1,5 @@
 import { assertEquals } from "../assert.ts";
-import { RECORD, SPEC_MAGIC, STEPS, TAG } from "../../src/sandbox/protocol.ts";
+import { INJECTABLE_STEPS, RECORD, SPEC_MAGIC, STEPS, TAG } from "../../src/sandbox/protocol.ts";
 import { OUT, PARAM } from "../../src/sandbox/ffi.ts";
 
 const header = Deno.readTextFileSync(new URL("../../ffi/protocol.h", import.meta.url));
@@ -47,4 +47,16 @@ Deno.test("coop_spawn's parameter and result indexes agree with spawn.c", () => 
     name.slice(2).toLowerCase().replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
   assertEquals(enumOf("P_").map(camel), Object.keys(PARAM));
   assertEquals(enumOf("O_").map(camel), Object.keys(OUT));
+});
+
+Deno.test("the steps a test may force to fail are exactly the C side's injection points", () => {
+  const dir = new URL("../../ffi/init/", import.meta.url);
+  const found = new Set<string>();
+  for (const entry of Deno.readDirSync(dir)) {
+    const source = Deno.readTextFileSync(new URL(entry.name, dir));
+    for (const m of source.matchAll(/coop_step\(&?spec, COOP_STEP_(\w+)\)/g)) {
+      found.add(m[1].toLowerCase().replaceAll("_", "-"));
+    }
+  }
+  assertEquals([...found].sort(), [...INJECTABLE_STEPS].sort());
 });

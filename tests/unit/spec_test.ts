@@ -63,3 +63,11 @@ Deno.test("the synthesized /etc has no host accounts and no resolver without net
   assert(!files["/etc/passwd"].includes(Deno.env.get("USER") ?? "nobody-else"));
   assertEquals(files["/etc/resolv.conf"].includes("nameserver"), false);
 });
+
+Deno.test("forcing a step without an injection point is refused, not silently ignored", () => {
+  const error = assertThrows(
+    () => buildSpec(policy, ["true"], { failAt: "no-new-privs" }),
+    SandboxPolicyError,
+  );
+  assertMatch(error.message, /failAt: step "no-new-privs" has no injection point/);
+});
