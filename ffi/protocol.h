@@ -8,8 +8,10 @@
 #define COOP_FD_REPORT 3 /* write end: records to the gateway */
 #define COOP_FD_SPEC 4   /* read: the serialized spec (a sealed memfd) */
 #define COOP_FD_GO 5     /* socket: one byte once the id maps are written, maybe with the
-                           * workspace as an idmapped mount (SCM_RIGHTS); then that mount */
-#define COOP_FD_FIRST_FREE 6
+                           * workspace as an idmapped mount (SCM_RIGHTS); the gateway keeps
+                           * its end open while the sandbox lives */
+#define COOP_FD_WORKSPACE 6 /* the idmapped workspace mount, when one came with the go byte */
+#define COOP_FD_FIRST_FREE 7
 
 /* A record on the report pipe: three native-endian int32. */
 struct coop_record {

@@ -41,7 +41,7 @@ extern const unsigned long coop_init_blob_size;
 
 /* Indexes of the int32 arrays exchanged with TypeScript (src/sandbox/ffi.ts). */
 enum { P_NEW_NET, P_OUTER_UID, P_OUTER_GID, P_WANT_STDIN, P_COUNT };
-enum { O_PID, O_PIDFD, O_STDIN, O_STDOUT, O_STDERR, O_REPORT, O_ERR_STEP, O_ERR_ERRNO, O_COUNT };
+enum { O_PID, O_PIDFD, O_STDIN, O_STDOUT, O_STDERR, O_REPORT, O_GO, O_ERR_STEP, O_ERR_ERRNO, O_COUNT };
 
 struct child_args {
   int fds[6]; /* become the init's 0-5: stdin, stdout, stderr, report, spec, go */
@@ -281,7 +281,8 @@ static int fail(int32_t *out, int step, int err) {
 
 /* Starts a sandbox. params: see P_*; out: see O_*. Returns 0, or -1 with out[O_ERR_*] set.
  * idmap_workspace: NULL, or the workspace to hand over as an idmapped mount (root invokers).
- * On success the caller owns pid (reap it), pidfd and the three pipes and the report pipe. */
+ * On success the caller owns pid (reap it), pidfd, the three pipes, the report pipe and the go
+ * socket (close it after reaping). */
 int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
                const char *idmap_workspace, int32_t *out) {
   int pipes[5][2], n_pipes = 0, spec_fd = -1;
@@ -360,12 +361,11 @@ int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
     if (r) step = COOP_STEP_WAIT_GO, err = -r;
   }
   if (tree >= 0) close(tree);
-  close(ours[4]);
   if (step) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     waitpid(pid, NULL, __WALL);
     close(pidfd);
-    close_all(ours, 4);
+    close_all(ours, 5);
     return fail(out, step, err);
   }
   if (!params[P_WANT_STDIN]) close(ours[0]), ours[0] = -1;
@@ -375,6 +375,9 @@ int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
   out[O_STDOUT] = ours[1];
   out[O_STDERR] = ours[2];
   out[O_REPORT] = ours[3];
+  /* Kept open until the sandbox is reaped: the init reads EOF on it if we died before it
+   * could arm its parent-death signal (ffi/init/main.c). */
+  out[O_GO] = ours[4];
   return 0;
 }
 

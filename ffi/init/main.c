@@ -39,6 +39,8 @@ struct coop_cmsg_fd {
 #define COOP_SOL_SOCKET 1
 #define COOP_SCM_RIGHTS 1
 #define COOP_MSG_CMSG_CLOEXEC 0x40000000
+#define COOP_MSG_PEEK 0x2
+#define COOP_MSG_DONTWAIT 0x40
 
 /* Blocks until the gateway has written our uid/gid maps (it can only do that after clone).
  * Returns the idmapped workspace mount it may send along (moved to COOP_FD_GO), or -1. */
@@ -55,11 +57,13 @@ static int wait_for_go(void) {
   if (msg.controllen >= sizeof cmsg - sizeof cmsg.pad && cmsg.level == COOP_SOL_SOCKET &&
       cmsg.type == COOP_SCM_RIGHTS) {
     /* Keep it below COOP_FD_FIRST_FREE so closing inherited fds spares it. */
-    coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, cmsg.fd, COOP_FD_GO, O_CLOEXEC));
-    SYS1(__NR_close, cmsg.fd);
-    tree = COOP_FD_GO;
+    if (cmsg.fd != COOP_FD_WORKSPACE) { /* dup3 refuses old == new */
+      coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, cmsg.fd, COOP_FD_WORKSPACE, O_CLOEXEC));
+      SYS1(__NR_close, cmsg.fd);
+    }
+    tree = COOP_FD_WORKSPACE;
   } else {
-    SYS1(__NR_close, COOP_FD_GO);
+    SYS1(__NR_close, COOP_FD_WORKSPACE); /* whatever the gateway had there, inherited */
   }
   /* Become the mapped uid/gid 0 (the invoking user, or an unprivileged uid for root). */
   coop_check(COOP_STEP_ID_MAP, SYS3(__NR_setresgid, 0, 0, 0));
@@ -95,8 +99,14 @@ void coop_init_main(void) {
   /* All signals arrive blocked (the trampoline blocks them around clone); they stay blocked
    * in the init, which takes them with sigtimedwait instead of handlers. */
   spec.workspace_fd = wait_for_go();
-  /* Dies with the gateway's thread that spawned us; that thread is the JS main thread. */
+  /* Die with the gateway's thread that spawned us (the JS main thread). Armed only now:
+   * setresuid above clears it. If the gateway died before this, its end of the go socket is
+   * closed and we stop here instead of running unsupervised. */
   SYS5(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  char peek;
+  if (SYS4(__NR_recvfrom, COOP_FD_GO, &peek, 1, COOP_MSG_DONTWAIT | COOP_MSG_PEEK) == 0)
+    coop_fail(COOP_STEP_WAIT_GO, EPIPE);
+  SYS1(__NR_close, COOP_FD_GO);
 
   /* Exec'd from a memfd, the kernel named us "memfd:coop-init". */
   SYS5(__NR_prctl, PR_SET_NAME, "coop-init", 0, 0, 0);

@@ -30,9 +30,10 @@ export const OUT = {
   stdout: 3,
   stderr: 4,
   report: 5,
-  errStep: 6,
-  errErrno: 7,
-  count: 8,
+  go: 6,
+  errStep: 7,
+  errErrno: 8,
+  count: 9,
 } as const;
 
 const ROOT = new URL("../..", import.meta.url);

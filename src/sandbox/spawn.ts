@@ -176,6 +176,7 @@ function track(
     alive = false;
     clearTimeout(timer);
     lib.coop_close(pidfd);
+    lib.coop_close(out[OUT.go]);
     if (rep.setupError) {
       const step = stepName(rep.setupError.step), errno = rep.setupError.errno;
       log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
