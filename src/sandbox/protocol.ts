@@ -35,6 +35,7 @@ export const STEPS = {
   27: "seccomp",
   28: "fork",
   29: "loopback",
+  30: "cgroup",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -71,6 +72,7 @@ export const TAG = {
   tmpSize: "t",
   net: "n",
   cwd: "c",
+  rlimit: "R",
   failAt: "x",
   end: "z",
 } as const;
