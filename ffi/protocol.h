@@ -55,6 +55,7 @@ struct coop_record {
 #define COOP_STEP_SECCOMP 27
 #define COOP_STEP_FORK 28
 #define COOP_STEP_LOOPBACK 29
+#define COOP_STEP_CGROUP 30 /* the gateway places the init in its cgroups (ffi/cgroup.c) */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"
@@ -69,6 +70,7 @@ struct coop_record {
 #define COOP_TAG_TMP_SIZE 't' /* bytes, decimal */
 #define COOP_TAG_NET 'n'      /* "none" or "host" */
 #define COOP_TAG_CWD 'c'      /* sandbox path */
+#define COOP_TAG_RLIMIT 'R'   /* resource number, value (soft = hard), both decimal */
 #define COOP_TAG_FAIL_AT 'x'  /* step number: fail there on purpose (tests of error paths) */
 #define COOP_TAG_END 'z'
 

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "layers.h"
 #include "protocol.h"
 #include "sys.h"
@@ -281,10 +282,12 @@ static int fail(int32_t *out, int step, int err) {
 
 /* Starts a sandbox. params: see P_*; out: see O_*. Returns 0, or -1 with out[O_ERR_*] set.
  * idmap_workspace: NULL, or the workspace to hand over as an idmapped mount (root invokers).
+ * cgroup_dirs: NULL, or the cgroup directories to place the init in before it may run
+ * (NUL-separated, ended by an empty string; the cgroup v1 limits path).
  * On success the caller owns pid (reap it), pidfd, the three pipes, the report pipe and the go
  * socket (close it after reaping). */
 int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
-               const char *idmap_workspace, int32_t *out) {
+               const char *idmap_workspace, const char *cgroup_dirs, int32_t *out) {
   int pipes[5][2], n_pipes = 0, spec_fd = -1;
   for (int i = 0; i < O_COUNT; i++) out[i] = -1;
 
@@ -347,7 +350,12 @@ int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
   int step = 0, err = 0;
   if (args.exec_errno) {
     step = COOP_STEP_EXEC_INIT, err = args.exec_errno;
-  } else {
+  }
+  if (!step && cgroup_dirs) {
+    int r = coop_cgroup_attach(pid, cgroup_dirs);
+    if (r) step = COOP_STEP_CGROUP, err = -r;
+  }
+  if (!step) {
     int r = write_id_maps(pid, params[P_OUTER_UID], params[P_OUTER_GID]);
     if (r) step = COOP_STEP_ID_MAP, err = -r;
   }

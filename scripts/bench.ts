@@ -18,6 +18,8 @@ const COMMAND = ["sh", "-c", "true"];
 const GOAL_P50_MS = 6;
 const GOAL_VS_COMMAND = 3.5;
 const GOAL_VS_BWRAP = 0.6;
+/** Goal from issue 4: what memory + pids limits may add to `exec()` p50. */
+const GOAL_LIMITS_COST_MS = 1;
 
 /** One measured variant: per-run latencies and the wall time of the whole series. */
 interface Series {
@@ -73,8 +75,11 @@ async function runChecked(command: string, args: string[]): Promise<void> {
   }
 }
 
-async function execChecked(workspace: string): Promise<void> {
-  const result = await exec({ workspace }, COMMAND);
+/** The limits of the "limits on" series: memory and pids (cgroup v1 as root, else rlimits). */
+const LIMITS = { memoryBytes: 256 * 2 ** 20, pidsLimit: 64 };
+
+async function execChecked(workspace: string, limits = {}): Promise<void> {
+  const result = await exec({ workspace, ...limits }, COMMAND);
   if (result.exitCode !== 0) throw new Error(`exec exited ${result.exitCode}: ${result.stderr}`);
 }
 
@@ -180,6 +185,11 @@ async function main(): Promise<void> {
     series.push(command);
     const execSeq = await measure("exec() sequential", () => execChecked(workspace));
     series.push(execSeq);
+    const execLimits = await measure(
+      "exec() sequential, limits on",
+      () => execChecked(workspace, LIMITS),
+    );
+    series.push(execLimits);
     series.push(
       await measure(`exec() ${CONCURRENCY} at a time`, () => execChecked(workspace), CONCURRENCY),
     );
@@ -197,6 +207,8 @@ async function main(): Promise<void> {
     if (bwrapSkip !== null) console.log(`bwrap: skipped — ${bwrapSkip}`);
     console.log();
     printGoals(command, execSeq, bwrap);
+    const limitsCost = percentile(execLimits.samples, 50) - percentile(execSeq.samples, 50);
+    console.log(goalLine("limits on − off, p50", limitsCost, GOAL_LIMITS_COST_MS, " ms"));
     console.log();
     console.log(
       `leak check (after the first exec → end): fds ${before.fds} → ${after.fds}, ` +

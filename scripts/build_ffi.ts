@@ -93,6 +93,7 @@ await run("gcc", [
   "-o",
   `${library}.tmp`,
   `${ffi}/spawn.c`,
+  `${ffi}/cgroup.c`,
   `${ffi}/drain.c`,
   `${ffi}/init_blob.S`,
 ]);

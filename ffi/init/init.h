@@ -13,8 +13,7 @@
 #define COOP_MAX_ENV 512
 #define COOP_MAX_ENTRIES 256
 #define COOP_PATH_MAX 4096
-
-
+#define COOP_MAX_RLIMITS 16
 
 struct coop_pair {
   const char *a;
@@ -33,6 +32,11 @@ struct coop_spec {
   const char *net;
   unsigned long tmp_size;
   int fail_at;
+  struct {
+    unsigned int resource;
+    unsigned long value;
+  } rlimits[COOP_MAX_RLIMITS];
+  int rlimit_count;
   struct coop_pair ro_binds[COOP_MAX_ENTRIES];
   int ro_bind_count;
   struct coop_pair symlinks[COOP_MAX_ENTRIES];
@@ -78,6 +82,10 @@ __attribute__((noreturn)) void coop_exec_command(const struct coop_spec *spec);
 
 /* landlock.c: returns the Landlock ABI in force, 0 when the kernel has none. */
 int coop_apply_landlock(const struct coop_spec *spec);
+
+/* limits.c: sets every rlimit of the spec (soft = hard) on the init, which the command
+ * inherits. */
+void coop_apply_rlimits(const struct coop_spec *spec);
 
 /* seccomp.c: installs the filter (last, needs no_new_privs); returns 1. */
 int coop_install_seccomp(void);

@@ -150,6 +150,11 @@ void coop_init_main(void) {
   int seccomp_on = 0;
 #endif
 
+  /* Last: a low RLIMIT_NOFILE earlier would break setup, and RLIMIT_AS/RLIMIT_NPROC are
+   * for the command, not for building its world. */
+  coop_step(&spec, COOP_STEP_RLIMITS);
+  coop_apply_rlimits(&spec);
+
   coop_report(COOP_REC_READY, landlock_abi, seccomp_on);
   coop_step(&spec, COOP_STEP_FORK);
   long pid = coop_check(COOP_STEP_FORK, SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0));

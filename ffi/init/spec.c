@@ -64,6 +64,13 @@ void coop_read_spec(struct coop_spec *spec) {
     case COOP_TAG_CWD: spec->cwd = take(&pos, len); break;
     case COOP_TAG_NET: spec->net = take(&pos, len); break;
     case COOP_TAG_TMP_SIZE: spec->tmp_size = coop_parse_ulong(take(&pos, len)); break;
+    case COOP_TAG_RLIMIT:
+      if (spec->rlimit_count >= COOP_MAX_RLIMITS) coop_fail(COOP_STEP_SPEC, E2BIG);
+      a = take(&pos, len), b = take(&pos, len);
+      spec->rlimits[spec->rlimit_count].resource = (unsigned int)coop_parse_ulong(a);
+      spec->rlimits[spec->rlimit_count].value = coop_parse_ulong(b);
+      spec->rlimit_count++;
+      break;
     case COOP_TAG_FAIL_AT: spec->fail_at = (int)coop_parse_ulong(take(&pos, len)); break;
     case COOP_TAG_DIR:
       if (spec->dir_count >= COOP_MAX_ENTRIES) coop_fail(COOP_STEP_SPEC, E2BIG);

@@ -13,12 +13,16 @@ import {
   type NetworkMode,
   probe,
   type ProbeReport,
+  resolvePolicy,
   SandboxError,
+  SandboxPolicyError,
   type SandboxPolicyInput,
+  type SandboxStatus,
   selfTest,
   type SelfTestResult,
   spawnSandboxed,
 } from "../sandbox/mod.ts";
+import { parseByteSize } from "../gateway/byte_size.ts";
 import { parseDuration } from "./duration.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -116,9 +120,34 @@ const EXEC_OPTIONS = {
 
 function notYet(flag: string): never {
   throw new UsageError(
-    `${flag} is not supported yet: resource limits and the proxy network mode are not ` +
-      "implemented in this version, and Coop does not accept a limit it would not enforce",
+    `${flag} is not supported yet: the proxy network mode is not implemented in this ` +
+      "version, and Coop does not accept a restriction it would not enforce",
   );
+}
+
+/**
+ * Parses `--memory SIZE` (`256m`, `1g`, bytes) and `--pids N` into policy fields; the policy
+ * itself checks the ranges.
+ */
+export function parseLimitFlags(
+  memory: string | undefined,
+  pids: string | undefined,
+): { memoryBytes?: number; pidsLimit?: number } {
+  const out: { memoryBytes?: number; pidsLimit?: number } = {};
+  if (memory !== undefined) {
+    const bytes = parseByteSize(memory);
+    if (bytes === null || bytes === 0) {
+      throw new UsageError(`--memory must be a size such as 256m or 1g (got "${memory}")`);
+    }
+    out.memoryBytes = bytes;
+  }
+  if (pids !== undefined) {
+    if (!/^\d+$/.test(pids.trim()) || Number(pids) < 1) {
+      throw new UsageError(`--pids must be a whole number of processes (got "${pids}")`);
+    }
+    out.pidsLimit = Number(pids);
+  }
+  return out;
 }
 
 async function execCommand(args: string[]): Promise<number> {
@@ -129,8 +158,7 @@ async function execCommand(args: string[]): Promise<number> {
     strict: true,
   });
   if (positionals.length === 0) throw new UsageError("sandbox exec needs a command after --");
-  if (values.memory !== undefined) notYet("--memory");
-  if (values.pids !== undefined) notYet("--pids");
+  const limits = parseLimitFlags(values.memory, values.pids);
   if (values["allow-domain"]) notYet("--allow-domain");
   const network = values.network ?? "none";
   if (network === "proxy") notYet("--network proxy");
@@ -147,8 +175,9 @@ async function execCommand(args: string[]): Promise<number> {
   const workspace = ownWorkspace
     ? await Deno.makeTempDir({ prefix: "coop-ws-" })
     : userPath(values.workspace!);
-  const policy: SandboxPolicyInput = { workspace, network: network as NetworkMode };
+  const policy: SandboxPolicyInput = { workspace, network: network as NetworkMode, ...limits };
   try {
+    checkFlags(policy);
     if (values.json) {
       const result = await exec(policy, positionals, { timeoutMs });
       print(JSON.stringify(result, null, 2) + "\n");
@@ -162,6 +191,37 @@ async function execCommand(args: string[]): Promise<number> {
   } finally {
     if (ownWorkspace) await Deno.remove(workspace, { recursive: true }).catch(() => {});
   }
+}
+
+const FLAG_OF_FIELD: Record<string, string> = { memoryBytes: "--memory", pidsLimit: "--pids" };
+
+/** A limit out of range is a usage mistake (exit 2), named by its flag. */
+function checkFlags(policy: SandboxPolicyInput): void {
+  try {
+    resolvePolicy(policy);
+  } catch (error) {
+    if (!(error instanceof SandboxPolicyError)) throw error;
+    const message = error.message.replace(
+      /^invalid sandbox policy: (\w+):/,
+      (_, field) => `${FLAG_OF_FIELD[field] ?? field}:`,
+    );
+    throw new UsageError(message);
+  }
+}
+
+/** One line per limit the command ran into, for the streaming mode's stderr. */
+function violationNotes(status: SandboxStatus): string {
+  let text = "";
+  if (status.oomKilled) {
+    text += `coop: out of memory: a process was killed at the ${
+      status.limits.memory?.bytes ?? "?"
+    }-byte limit (${status.limits.path})\n`;
+  }
+  if (status.pidsLimitHit) {
+    text += `coop: process limit reached: a fork failed at ${status.limits.pids?.max} ` +
+      `processes (${status.limits.path})\n`;
+  }
+  return text;
 }
 
 /** Runs with stdio passed through as it happens. */
@@ -194,6 +254,7 @@ async function streamCommand(
   if (status.execErrno !== null) {
     printError(`coop: ${argv[0]}: command not found or not executable\n`);
   }
+  printError(violationNotes(status));
   if (status.timedOut) {
     printError(`coop: timed out after ${timeoutMs} ms; the sandbox was killed\n`);
     return EXIT_TIMEOUT;

@@ -6,8 +6,11 @@ import { z } from "zod";
 import type { ExecResult } from "../sandbox/mod.ts";
 import { CoopError } from "./errors.ts";
 
-/** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape). */
-export type CommandResult = Omit<ExecResult, "hardening">;
+/** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
+ * the limit fields are present when it ran in the sandbox. */
+export type CommandResult =
+  & Omit<ExecResult, "hardening" | "limits" | "oomKilled" | "pidsLimitHit">
+  & Partial<Pick<ExecResult, "limits" | "oomKilled" | "pidsLimitHit">>;
 
 /** Runs a shell command where the caller's trust says it must run (host or sandbox). */
 export type CommandRunner = (

@@ -168,14 +168,13 @@ function checkSandbox(config: CoopConfig, out: ConfigDiagnostic[]): void {
   ];
   for (const [where, table] of tables) {
     if (!table) continue;
-    for (const key of ["memory", "pids_limit", "cpus"]) {
-      if (table[key] !== undefined) {
-        out.push(warning(
-          "config.not_enforced",
-          `${where}.${key}`,
-          "is validated but not enforced yet: the sandbox has no resource limits",
-        ));
-      }
+    if (table.cpus !== undefined && Deno.uid() !== 0) {
+      out.push(warning(
+        "config.limit_unenforceable",
+        `${where}.cpus`,
+        "needs cgroups, which Coop uses only as root on this kind of host; sandboxed bash " +
+          "will refuse to run (fail closed) — see docs/limits.md",
+      ));
     }
     if (table.network === "proxy") {
       out.push(warning(

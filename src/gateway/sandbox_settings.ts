@@ -13,20 +13,19 @@ export const DEFAULT_MAX_TIMEOUT_MS = 600_000;
 export const DEFAULT_TMP_SIZE_BYTES = 64 * 2 ** 20;
 
 /**
- * The resolved sandbox settings for one principal. `memoryBytes`, `pidsLimit`, `cpus`,
- * `allowDomains` and network `proxy` are kept for when the sandbox implements them; today
- * `toSandboxPolicy` maps only what the sandbox enforces.
+ * The resolved sandbox settings for one principal. `allowDomains` and network `proxy` are kept
+ * for when the sandbox implements them; `toSandboxPolicy` maps everything the sandbox enforces.
  */
 export interface SandboxSettings {
   /** `none`, `host` or `proxy` (proxy is not implemented by the sandbox yet). */
   network: "none" | "host" | "proxy";
   /** Hosts reachable through the proxy (not enforced yet). */
   allowDomains: readonly string[];
-  /** Memory limit in bytes (not enforced yet). */
+  /** Memory limit in bytes (cgroup v1 as root, else RLIMIT_AS; docs/limits.md). */
   memoryBytes?: number;
-  /** Process limit (not enforced yet). */
+  /** Process limit (cgroup v1 pids.max as root, else RLIMIT_NPROC). */
   pidsLimit?: number;
-  /** CPU limit (not enforced yet). */
+  /** CPU limit in cores (cgroup v1 only; the sandbox refuses to start without it). */
   cpus?: number;
   /** Default `bash` timeout. */
   timeoutMs: number;
@@ -99,5 +98,8 @@ export function toSandboxPolicy(settings: SandboxSettings, workspace: string): S
     network: settings.network,
     tmpSizeBytes: settings.tmpSizeBytes,
     envPassthrough: [...settings.envPassthrough],
+    ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
+    ...(settings.pidsLimit !== undefined ? { pidsLimit: settings.pidsLimit } : {}),
+    ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),
   };
 }

@@ -48,3 +48,11 @@ export class SandboxPolicyError extends SandboxError {
     this.name = "SandboxPolicyError";
   }
 }
+
+/** A requested resource limit cannot be enforced by any path on this host; fail closed. */
+export class SandboxLimitError extends SandboxError {
+  constructor(message: string) {
+    super("sandbox.limits", message);
+    this.name = "SandboxLimitError";
+  }
+}

@@ -6,6 +6,7 @@ import { getLogger } from "@logtape/logtape";
 import { SandboxPolicyError } from "./errors.ts";
 import { errnoName, errnoText } from "./errno.ts";
 import { captureOutput } from "./output_capture.ts";
+import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
 import { spawnSandboxed } from "./spawn.ts";
@@ -49,6 +50,13 @@ export interface ExecResult {
   durationMs: number;
   /** What the init reported having applied (Landlock ABI, seccomp). */
   hardening: { landlockAbi: number; seccomp: boolean };
+  /** True when the kernel's OOM killer killed a process of this sandbox (cgroup paths only;
+   * on the rlimit path an allocation over the limit fails inside instead). */
+  oomKilled: boolean;
+  /** True when a fork failed at the pids limit; null where the path cannot tell (rlimit). */
+  pidsLimitHit: boolean | null;
+  /** The resource limits applied, and by which path (`cgroup-v1`, `rlimit`, …). */
+  limits: AppliedLimits;
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -57,6 +65,26 @@ function positive(name: string, value: number | undefined, fallback: number): nu
     throw new SandboxPolicyError(`${name} must be a positive number, got ${value}`);
   }
   return value;
+}
+
+/** Each limit the command ran into becomes one warning-level event with structured fields. */
+function logViolations(command: string, result: ExecResult): void {
+  const fields = { command, path: result.limits.path, durationMs: result.durationMs };
+  if (result.oomKilled) {
+    log.warn("sandbox.limit.oom {command}: killed at {memoryBytes} bytes", {
+      ...fields,
+      memoryBytes: result.limits.memory?.bytes,
+    });
+  }
+  if (result.pidsLimitHit) {
+    log.warn("sandbox.limit.pids {command}: a fork failed at {pidsMax} processes", {
+      ...fields,
+      pidsMax: result.limits.pids?.max,
+    });
+  }
+  if (result.timedOut) {
+    log.warn("sandbox.limit.timeout {command}: killed after {durationMs} ms", fields);
+  }
 }
 
 /**
@@ -103,12 +131,19 @@ export async function exec(
     truncated: out.truncated || err.truncated,
     durationMs: Math.round((performance.now() - started) * 100) / 100,
     hardening: status.hardening,
+    oomKilled: status.oomKilled,
+    pidsLimitHit: status.pidsLimitHit,
+    limits: status.limits,
   };
+  logViolations(argv[0], result);
   log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
     command: argv[0],
     exitCode: result.exitCode,
     signal: result.signal,
     timedOut: result.timedOut,
+    oomKilled: result.oomKilled,
+    pidsLimitHit: result.pidsLimitHit,
+    limitsPath: result.limits.path,
     truncated: result.truncated,
     durationMs: result.durationMs,
   });

@@ -9,7 +9,10 @@ import { hashSources } from "./source_hash.ts";
 const SYMBOLS = {
   coop_source_hash: { parameters: [], result: "pointer" },
   coop_disabled_layers: { parameters: [], result: "pointer" },
-  coop_spawn: { parameters: ["buffer", "usize", "buffer", "buffer", "buffer"], result: "i32" },
+  coop_spawn: {
+    parameters: ["buffer", "usize", "buffer", "buffer", "buffer", "buffer"],
+    result: "i32",
+  },
   coop_wait: { parameters: ["i32", "buffer"], result: "i32" },
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
   coop_close: { parameters: ["i32"], result: "i32" },

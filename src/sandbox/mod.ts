@@ -18,10 +18,15 @@ export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export type { SandboxProcess, SandboxStatus, SpawnOptions } from "./spawn.ts";
-export { NETWORK_MODES, resolvePolicy } from "./policy.ts";
+export { MIN_MEMORY_BYTES, NETWORK_MODES, resolvePolicy } from "./policy.ts";
+export { planLimits } from "./limits.ts";
+export type { AppliedLimits, LimitPath, LimitPlan } from "./limits.ts";
+export { cgroupHost } from "./cgroup_host.ts";
+export type { CgroupHost } from "./cgroup_host.ts";
 export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 export {
   SandboxError,
+  SandboxLimitError,
   SandboxPolicyError,
   SandboxSetupError,
   SandboxUnavailableError,

@@ -10,6 +10,9 @@ export const NETWORK_MODES = ["none", "host"] as const;
 /** `none`: an empty network namespace (only `lo`); `host`: the host's network (owner opt-in). */
 export type NetworkMode = (typeof NETWORK_MODES)[number];
 
+/** Smallest memory limit accepted: below it not even a shell starts. */
+export const MIN_MEMORY_BYTES = 16 * 2 ** 20;
+
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -29,6 +32,26 @@ const policySchema = z.strictObject({
   ).default({}),
   envPassthrough: z.array(z.string().regex(ENV_NAME, "must be an environment variable name"))
     .default([]),
+  /** Memory limit of the whole sandbox (cgroup) or of each process's address space (rlimit). */
+  memoryBytes: z.number().int("must be a whole number of bytes")
+    .min(MIN_MEMORY_BYTES, "must be at least 16 MiB: less cannot run a shell")
+    .max(2 ** 50, "must be at most 1 PiB").optional(),
+  /** Most processes (and threads) alive at once, the sandbox's init included. */
+  pidsLimit: z.number().int("must be a whole number")
+    .min(2, "must be at least 2: the init and the command count too")
+    .max(4_194_304, "must be at most 4194304 (the kernel's pid_max ceiling)").optional(),
+  /** CPU bandwidth in cores, e.g. 0.5 or 2 (cgroup paths only). */
+  cpus: z.number().min(0.01, "must be at least 0.01").max(1024, "must be at most 1024")
+    .optional(),
+  /** CPU seconds each process may use (RLIMIT_CPU, SIGXCPU then SIGKILL). Default: none. */
+  cpuTimeSeconds: z.number().int("must be a whole number of seconds").min(1).max(2 ** 31)
+    .optional(),
+  /** Largest file a process may write (RLIMIT_FSIZE; beyond it: SIGXFSZ / EFBIG). */
+  fileSizeBytes: z.number().int("must be a whole number of bytes")
+    .min(1 << 20, "must be at least 1 MiB").max(2 ** 50).default(4 * 2 ** 30),
+  /** Open file descriptors per process (RLIMIT_NOFILE, soft = hard). */
+  openFiles: z.number().int("must be a whole number").min(64, "must be at least 64")
+    .max(1 << 20, "must be at most 1048576").default(1024),
   sandboxUid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
   sandboxGid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
 });

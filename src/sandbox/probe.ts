@@ -80,6 +80,52 @@ function kernelRelease(): string {
   }
 }
 
+const PROBE_PIDS = 12;
+const PROBE_MEMORY = 64 * 2 ** 20;
+// Prints the limits and cgroups the command sees, then tries to start twice the pids limit of
+// background sleeps and counts how many started.
+const LIMITS_SCRIPT = `
+echo "as=$(grep '^Max address space' /proc/self/limits | tr -s ' ' | cut -d' ' -f4)"
+echo "nproc=$(grep '^Max processes' /proc/self/limits | tr -s ' ' | cut -d' ' -f3)"
+echo "cgroups=$(grep -E ':(memory|pids):' /proc/self/cgroup | cut -d: -f2,3 | paste -sd' ' -)"
+(for i in $(seq ${2 * PROBE_PIDS}); do sleep 5 & echo x; done) 2>/dev/null > /tmp/forks
+echo "forks=$(wc -l < /tmp/forks)"
+`;
+
+/**
+ * Measures the resource-limit path: a sandbox with a small pids and memory limit must fail to
+ * start twice that many processes, and shows which mechanism bounds it.
+ */
+async function limitsCheck(workspace: string): Promise<ProbeCheck> {
+  const label = "resource limits";
+  try {
+    const r = await exec({ workspace, pidsLimit: PROBE_PIDS, memoryBytes: PROBE_MEMORY }, [
+      "sh",
+      "-c",
+      LIMITS_SCRIPT,
+    ], { timeoutMs: 10_000 });
+    const v = parse(r.stdout);
+    const forks = Number(v.get("forks") ?? "NaN");
+    const capped = forks < 2 * PROBE_PIDS;
+    const path = r.limits.path;
+    const seen = path === "cgroup-v1"
+      ? `cgroups inside: ${v.get("cgroups") || "none"}`
+      : `RLIMIT_AS ${v.get("as")}, RLIMIT_NPROC ${v.get("nproc")} (counted per user namespace)`;
+    const memoryOk = path === "cgroup-v1"
+      ? /memory:\/coop-/.test(v.get("cgroups") ?? "")
+      : v.get("as") === String(PROBE_MEMORY);
+    return {
+      id: "resource-limits",
+      label,
+      ok: capped && memoryOk,
+      evidence: `${path}: ${forks} of ${2 * PROBE_PIDS} processes started under a limit of ` +
+        `${PROBE_PIDS}; ${seen}; not better because: ${r.limits.reason}`,
+    };
+  } catch (error) {
+    return { id: "resource-limits", label, ok: false, evidence: String(error) };
+  }
+}
+
 /** Host paths a sandbox must never see: the invoker's home and the usual secrets. */
 export function hostSecretPaths(): string[] {
   const home = Deno.env.get("HOME");
@@ -209,6 +255,7 @@ export async function probe(): Promise<ProbeReport> {
         evidence: `a command's open fds: ${fds}`,
       },
     ];
+    checks.push(await limitsCheck(workspace));
     return {
       available: true,
       platform,

@@ -35,6 +35,7 @@ export const STEPS = {
   27: "seccomp",
   28: "fork",
   29: "loopback",
+  30: "cgroup",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -65,6 +66,7 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "drop-capabilities",
   "landlock",
   "seccomp",
+  "rlimits",
   "fork",
 ];
 
@@ -99,6 +101,7 @@ export const TAG = {
   tmpSize: "t",
   net: "n",
   cwd: "c",
+  rlimit: "R",
   failAt: "x",
   end: "z",
 } as const;

@@ -10,8 +10,11 @@
 import net from "node:net";
 import type { Buffer } from "node:buffer";
 import { getLogger } from "@logtape/logtape";
+import { cgroupHost } from "./cgroup_host.ts";
+import { CgroupV1Sandbox } from "./cgroup_v1.ts";
 import { SandboxSetupError } from "./errors.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
+import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
 import { RECORD, RECORD_SIZE, type StepName, stepName } from "./protocol.ts";
 import { waitForExit } from "./reaper.ts";
@@ -44,6 +47,12 @@ export interface SandboxStatus {
   hardening: { landlockAbi: number; seccomp: boolean };
   /** True when `timeoutMs` passed and the sandbox was killed. */
   timedOut: boolean;
+  /** True when the kernel's OOM killer killed a process of this sandbox (cgroup paths). */
+  oomKilled: boolean;
+  /** True when a fork failed at the pids limit; null where the path cannot tell (rlimit). */
+  pidsLimitHit: boolean | null;
+  /** The resource limits applied, and by which path. */
+  limits: AppliedLimits;
 }
 
 /** A running sandboxed command. */
@@ -64,6 +73,8 @@ export interface SandboxProcess {
   readonly fds: { stdout: number; stderr: number };
   /** The trampoline the process was started with. */
   readonly lib: Trampoline;
+  /** The resource limits applied, and by which path. */
+  readonly limits: AppliedLimits;
 }
 
 interface Report {
@@ -110,6 +121,10 @@ function hintFor(step: string, errno: number): string | undefined {
     return "user namespaces are unavailable: check kernel.unprivileged_userns_clone, " +
       "user.max_user_namespaces and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
   }
+  if (step === "cgroup") {
+    return "the gateway could not place the sandbox in its cgroup v1 limits; the command did " +
+      "not run (fail closed)";
+  }
   if (step === "mount-workspace" && errno === 2) return "the workspace directory does not exist";
   if (step === "mount-proc") {
     return "procfs cannot be mounted here (a container that masks /proc?); run Coop on the host";
@@ -134,7 +149,12 @@ export async function spawnSandboxed(
 ): Promise<SandboxProcess> {
   const policy = resolvePolicy(policyInput);
   const lib = await loadTrampoline();
-  const spec = buildSpec(policy, argv, { env: options.env, failAt: options.failAt });
+  const limits = planLimits(policy, cgroupHost());
+  const spec = buildSpec(policy, argv, {
+    env: options.env,
+    failAt: options.failAt,
+    rlimits: limits.rlimits,
+  });
   const ids = outerIds(policy);
   const params = new Int32Array(PARAM.count);
   params[PARAM.newNet] = policy.network === "host" ? 0 : 1;
@@ -143,12 +163,15 @@ export async function spawnSandboxed(
   params[PARAM.wantStdin] = options.stdin ? 1 : 0;
   const out = new Int32Array(OUT.count);
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
-  if (lib.coop_spawn(spec, BigInt(spec.length), params, idmap, out) !== 0) {
+  const cgroup = limits.cgroupV1 ? CgroupV1Sandbox.create(limits.cgroupV1) : null;
+  const attach = cgroup ? cgroup.attachList() : null;
+  if (lib.coop_spawn(spec, BigInt(spec.length), params, idmap, attach, out) !== 0) {
+    await cgroup?.destroy();
     const step = stepName(out[OUT.errStep]), errno = out[OUT.errErrno];
     log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
     throw new SandboxSetupError(step, errno, hintFor(step, errno));
   }
-  return track(lib, out, argv, options.timeoutMs);
+  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup);
 }
 
 function track(
@@ -156,6 +179,8 @@ function track(
   out: Int32Array,
   argv: readonly string[],
   timeoutMs: number | undefined,
+  limits: AppliedLimits,
+  cgroup: CgroupV1Sandbox | null,
 ): SandboxProcess {
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
@@ -172,11 +197,13 @@ function track(
     lib.coop_kill(pidfd, signalNumber("SIGKILL"));
   }, timeoutMs);
 
-  const status = Promise.all([waitForExit(lib, pid), report]).then(([waitStatus, rep]) => {
+  const status = Promise.all([waitForExit(lib, pid), report]).then(async ([waitStatus, rep]) => {
     alive = false;
     clearTimeout(timer);
     lib.coop_close(pidfd);
     lib.coop_close(out[OUT.go]);
+    const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
+    await cgroup?.destroy();
     if (rep.setupError) {
       const step = stepName(rep.setupError.step), errno = rep.setupError.errno;
       log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
@@ -188,12 +215,15 @@ function track(
       execErrno: rep.execErrno ?? null,
       hardening: rep.ready ?? { landlockAbi: 0, seccomp: false },
       timedOut,
+      ...violations,
+      limits,
     };
   });
 
   return {
     pid,
     lib,
+    limits,
     fds: { stdout: out[OUT.stdout], stderr: out[OUT.stderr] },
     stdin,
     stdout,

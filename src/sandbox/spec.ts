@@ -15,6 +15,8 @@ export interface SpecOptions {
   env?: Record<string, string>;
   /** Make the named setup step fail (tests of the error path). */
   failAt?: StepName;
+  /** [resource, value] rlimits the init sets last (soft = hard); see limits.ts. */
+  rlimits?: readonly (readonly [number, number])[];
 }
 
 const PASSWD = "root:x:0:0:sandbox root:/work:/bin/sh\n" +
@@ -78,6 +80,9 @@ export function buildSpec(
   for (const [path, content] of Object.entries(etcFiles(policy))) add(TAG.file, path, content);
   for (const arg of argv) add(TAG.arg, arg);
   for (const entry of buildEnvironment(policy, options.env)) add(TAG.env, entry);
+  for (const [resource, value] of options.rlimits ?? []) {
+    add(TAG.rlimit, String(resource), String(value));
+  }
   if (options.failAt) {
     if (!INJECTABLE_STEPS.includes(options.failAt)) {
       throw new SandboxPolicyError(

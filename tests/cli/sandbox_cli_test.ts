@@ -84,6 +84,29 @@ sandboxTest("coop sandbox status --json reports measured checks", async () => {
   }
 });
 
+sandboxTest(
+  "coop sandbox exec --memory --pids --json reports the limits and their path",
+  async () => {
+    const r = await coop(
+      "sandbox",
+      "exec",
+      "--memory",
+      "256m",
+      "--pids",
+      "64",
+      "--json",
+      "--",
+      "true",
+    );
+    assertEquals(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout);
+    assertEquals(result.oomKilled, false);
+    assertEquals(result.limits.memory.bytes, 256 * 2 ** 20);
+    assertEquals(result.limits.pids.max, 64);
+    assertEquals(result.limits.path, Deno.uid() === 0 ? "cgroup-v1" : "rlimit");
+  },
+);
+
 sandboxTest("coop sandbox status prints ✓/✗ with evidence", async () => {
   const r = await coop("sandbox", "status");
   assertMatch(r.stdout, /✓ pid namespace\s+pid 1 is coop-init/);
@@ -96,7 +119,10 @@ Deno.test("usage mistakes exit 2 with a message and no stack trace", async () =>
       ["sandbox", "frobnicate"],
       ["nope"],
       ["sandbox", "exec", "--timeout", "soon", "--", "true"],
-      ["sandbox", "exec", "--memory", "1g", "--", "true"],
+      ["sandbox", "exec", "--memory", "lots", "--", "true"],
+      ["sandbox", "exec", "--memory", "1k", "--", "true"],
+      ["sandbox", "exec", "--pids", "0", "--", "true"],
+      ["sandbox", "exec", "--network", "proxy", "--", "true"],
     ]
   ) {
     const r = await coop(...args);

@@ -213,7 +213,7 @@ Deno.test("--json prints one parseable report", async () => {
   const report = JSON.parse(output);
   strictEqual(report.ok, true);
   deepStrictEqual(report.errors, []);
-  deepStrictEqual(report.warnings.map((w: { code: string }) => w.code), ["config.not_enforced"]);
+  deepStrictEqual(report.warnings.map((w: { code: string }) => w.code), []);
   deepStrictEqual(report.sandbox, { available: true, detail: "fake probe" });
 });
 

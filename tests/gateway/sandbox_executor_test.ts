@@ -121,6 +121,7 @@ Deno.test("inner bash runs in the sandbox with global settings plus the user's o
       network: "none",
       tmpSizeBytes: 32 * 2 ** 20,
       envPassthrough: [],
+      memoryBytes: 256 * 2 ** 20,
     });
     strictEqual(executor.settingsFor(bob).memoryBytes, 256 * 2 ** 20);
   });

@@ -10,10 +10,16 @@ import { exec, type ExecOptions, type ExecResult } from "../../src/sandbox/mod.t
 export const SANDBOX_TESTS = Deno.env.get("COOP_SANDBOX_TEST") === "1";
 
 /** Declares a sandbox integration test. */
-export function sandboxTest(name: string, fn: () => Promise<void>): void {
+export function sandboxTest(
+  nameOrOptions: string | { name: string; ignore?: boolean },
+  fn: () => Promise<void>,
+): void {
+  const { name, ignore = false } = typeof nameOrOptions === "string"
+    ? { name: nameOrOptions }
+    : nameOrOptions;
   Deno.test({
     name,
-    ignore: !SANDBOX_TESTS,
+    ignore: !SANDBOX_TESTS || ignore,
     // node:net sockets over raw fds and the SIGCHLD listener are this library's own
     // resources; the fd/thread/zombie leak test checks them for real.
     sanitizeResources: false,
