@@ -60,13 +60,16 @@ function checkUsers(config: CoopConfig, out: ConfigDiagnostic[]): void {
     });
   });
   const owners = config.users.filter((u) => u.trust === "owner");
+  // The issue lists "more than one owner" both as a warning and among the configs that must
+  // fail; it fails here: the owner is the one person whose commands run unsandboxed on the
+  // host, and a second owner is almost always a trust level typed by mistake.
   if (owners.length > 1) {
-    out.push(warning(
+    out.push(error(
       "config.multiple_owners",
       "users",
       `${owners.length} users have trust "owner" (${
         owners.map((u) => u.name).join(", ")
-      }); each of them runs bash on the host, unsandboxed`,
+      }); only one person may run bash on the host, unsandboxed — give the others "full"`,
     ));
   }
   if (config.sandbox.enabled && owners.length === 0) {

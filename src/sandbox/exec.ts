@@ -30,6 +30,8 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Fail this setup step on purpose (tests of the error path). */
   failAt?: StepName;
+  /** The caller runs into limits on purpose (a probe): violations are logged at debug level. */
+  expectViolations?: boolean;
 }
 
 /** The outcome of a sandboxed command. */
@@ -67,23 +69,27 @@ function positive(name: string, value: number | undefined, fallback: number): nu
   return value;
 }
 
-/** Each limit the command ran into becomes one warning-level event with structured fields. */
-function logViolations(command: string, result: ExecResult): void {
+/**
+ * Each limit the command ran into becomes one warning-level event with structured fields
+ * (debug-level when the caller hits the limit on purpose, as the status probe does).
+ */
+function logViolations(command: string, result: ExecResult, expected = false): void {
   const fields = { command, path: result.limits.path, durationMs: result.durationMs };
+  const warn = expected ? log.debug.bind(log) : log.warn.bind(log);
   if (result.oomKilled) {
-    log.warn("sandbox.limit.oom {command}: killed at {memoryBytes} bytes", {
+    warn("sandbox.limit.oom {command}: killed at {memoryBytes} bytes", {
       ...fields,
       memoryBytes: result.limits.memory?.bytes,
     });
   }
   if (result.pidsLimitHit) {
-    log.warn("sandbox.limit.pids {command}: a fork failed at {pidsMax} processes", {
+    warn("sandbox.limit.pids {command}: a fork failed at {pidsMax} processes", {
       ...fields,
       pidsMax: result.limits.pids?.max,
     });
   }
   if (result.timedOut) {
-    log.warn("sandbox.limit.timeout {command}: killed after {durationMs} ms", fields);
+    warn("sandbox.limit.timeout {command}: killed after {durationMs} ms", fields);
   }
 }
 
@@ -135,7 +141,7 @@ export async function exec(
     pidsLimitHit: status.pidsLimitHit,
     limits: status.limits,
   };
-  logViolations(argv[0], result);
+  logViolations(argv[0], result, options.expectViolations);
   log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
     command: argv[0],
     exitCode: result.exitCode,

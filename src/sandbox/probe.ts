@@ -103,7 +103,7 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
       "sh",
       "-c",
       LIMITS_SCRIPT,
-    ], { timeoutMs: 10_000 });
+    ], { timeoutMs: 10_000, expectViolations: true });
     const v = parse(r.stdout);
     const forks = Number(v.get("forks") ?? "NaN");
     const capped = forks < 2 * PROBE_PIDS;

@@ -16,6 +16,11 @@ match = ["terminal:default"]
 const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ["unknown top-level key", BASE + "colour = 1\n", /colour: unknown key/],
   [
+    "two owners",
+    BASE + '[[users]]\nname = "bea"\ntrust = "owner"\n',
+    /users: 2 users have trust "owner" \(.*\); only one person may run bash on the host/,
+  ],
+  [
     "unknown key in agent",
     BASE.replace("[agent]", '[agent]\nmodle = "x"'),
     /agent\.modle: unknown key/,
@@ -136,7 +141,7 @@ for (const [label, text, expected] of MALFORMED) {
   });
 }
 
-Deno.test("twenty malformed configs through a subprocess: exit 1, one message, no stack trace", async () => {
+Deno.test("every malformed config (at least twenty) through a subprocess: exit 1, one message, no stack trace", async () => {
   const dir = await Deno.makeTempDir({ prefix: "coop-check-sub-" });
   try {
     const entry = new URL("../../src/cli/check_command.ts", import.meta.url).pathname;
@@ -150,7 +155,7 @@ Deno.test("twenty malformed configs through a subprocess: exit 1, one message, n
         stderr: "piped",
       }).output();
     }));
-    strictEqual(results.length, 20);
+    ok(results.length >= 20, `${results.length} cases`);
     results.forEach((r, i) => {
       const out = new TextDecoder().decode(r.stdout);
       const err = new TextDecoder().decode(r.stderr);
@@ -165,10 +170,7 @@ Deno.test("twenty malformed configs through a subprocess: exit 1, one message, n
   }
 });
 
-Deno.test("warnings: two owners, sandbox on without owner, unknown cron user, missing key", async () => {
-  const twoOwners = await check(BASE + '[[users]]\nname = "bea"\ntrust = "owner"\n');
-  strictEqual(twoOwners.code, 0);
-  ok(/warning: coop\.toml: users: 2 users have trust "owner"/.test(twoOwners.output));
+Deno.test("warnings: sandbox on without owner, unknown cron user, missing key", async () => {
   const noOwner = await check('[[users]]\nname = "bob"\ntrust = "inner"\n');
   ok(
     /warning: coop\.toml: users: the sandbox is enabled but no user has trust "owner"/.test(
