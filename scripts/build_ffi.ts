@@ -95,6 +95,7 @@ await run("gcc", [
   `${ffi}/spawn.c`,
   `${ffi}/cgroup.c`,
   `${ffi}/drain.c`,
+  `${ffi}/beneath.c`,
   `${ffi}/init_blob.S`,
 ]);
 await Deno.rename(`${library}.tmp`, library);

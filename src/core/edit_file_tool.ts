@@ -3,10 +3,10 @@
  * @module
  */
 import { z } from "zod";
-import { fileSystemError } from "./read_file_tool.ts";
+import { MAX_READ_BYTES } from "./read_file_tool.ts";
+import { readScopedFile, writeScopedFile } from "./scoped_file_io.ts";
 import { parseToolArguments, type Tool, type ToolContext, ToolError } from "./tool_contract.ts";
 import type { ToolResult } from "./tool_contract.ts";
-import { resolveScopedPath } from "./workspace_path.ts";
 
 const editArguments = z.strictObject({
   path: z.string().min(1, "must be a non-empty path"),
@@ -33,13 +33,9 @@ export const editFileTool: Tool = {
   readOnly: false,
   async run(args: unknown, context: ToolContext): Promise<ToolResult> {
     const parsed = parseToolArguments("edit_file", editArguments, args);
-    const hostPath = await resolveScopedPath(parsed.path, context.scope);
-    let text: string;
-    try {
-      text = await Deno.readTextFile(hostPath);
-    } catch (error) {
-      throw fileSystemError(parsed.path, error);
-    }
+    const text = new TextDecoder().decode(
+      await readScopedFile(parsed.path, context.scope, MAX_READ_BYTES),
+    );
     const count = countOccurrences(text, parsed.old_string);
     if (count === 0) {
       throw new ToolError("tool.edit_no_match", `old_string was not found in "${parsed.path}"`);
@@ -53,11 +49,7 @@ export const editFileTool: Tool = {
     const updated = parsed.replace_all
       ? text.split(parsed.old_string).join(parsed.new_string)
       : text.replace(parsed.old_string, () => parsed.new_string);
-    try {
-      await Deno.writeTextFile(hostPath, updated);
-    } catch (error) {
-      throw fileSystemError(parsed.path, error);
-    }
+    await writeScopedFile(parsed.path, context.scope, updated);
     return {
       isError: false,
       content: `replaced ${parsed.replace_all ? count : 1} occurrence(s) in ${parsed.path}`,

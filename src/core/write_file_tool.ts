@@ -2,12 +2,10 @@
  * The `write_file` tool: creates or replaces a file inside the caller's scope.
  * @module
  */
-import { dirname } from "node:path";
 import { z } from "zod";
-import { fileSystemError } from "./read_file_tool.ts";
 import { parseToolArguments, type Tool, type ToolContext } from "./tool_contract.ts";
 import type { ToolResult } from "./tool_contract.ts";
-import { resolveScopedPath } from "./workspace_path.ts";
+import { writeScopedFile } from "./scoped_file_io.ts";
 
 const writeArguments = z.strictObject({
   path: z.string().min(1, "must be a non-empty path"),
@@ -22,15 +20,7 @@ export const writeFileTool: Tool = {
   readOnly: false,
   async run(args: unknown, context: ToolContext): Promise<ToolResult> {
     const { path, content } = parseToolArguments("write_file", writeArguments, args);
-    const hostPath = await resolveScopedPath(path, context.scope);
-    try {
-      // The missing part of the path did not exist when it was checked, so it holds no symlink.
-      await Deno.mkdir(dirname(hostPath), { recursive: true });
-      await Deno.writeTextFile(hostPath, content);
-    } catch (error) {
-      throw fileSystemError(path, error);
-    }
-    const bytes = new TextEncoder().encode(content).length;
+    const bytes = await writeScopedFile(path, context.scope, content);
     return { isError: false, content: `wrote ${bytes} bytes to ${path}` };
   },
 };

@@ -17,6 +17,8 @@ const SYMBOLS = {
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
   coop_close: { parameters: ["i32"], result: "i32" },
   coop_dup: { parameters: ["i32"], result: "i32" },
+  coop_read_beneath: { parameters: ["buffer", "buffer", "buffer", "i64", "buffer"], result: "i64" },
+  coop_write_beneath: { parameters: ["buffer", "buffer", "buffer", "i64"], result: "i64" },
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
 } as const;
 

@@ -12,6 +12,7 @@
  */
 export { exec } from "./exec.ts";
 export { probe } from "./probe.ts";
+export { BeneathError, readFileBeneath, writeFileBeneath } from "./beneath.ts";
 export { coopStateDir, lastSelfTest, selfTest } from "./self_test.ts";
 export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";

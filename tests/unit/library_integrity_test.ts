@@ -16,6 +16,7 @@ Deno.test("the loader refuses a library built from other sources and says how to
         `${dir}/lib.so`,
         `${root}ffi/spawn.c`,
         `${root}ffi/drain.c`,
+        `${root}ffi/beneath.c`,
         `${root}ffi/init_blob.S`,
       ],
     }).output();
