@@ -3,6 +3,7 @@
  * @module
  */
 import { relative } from "node:path";
+import { channelSecrets } from "./channel_secrets.ts";
 import type { CoopConfig } from "./config.ts";
 import type { ConfigDiagnostic } from "./config_diagnostic.ts";
 import { isWildcardPattern } from "./match_pattern.ts";
@@ -132,10 +133,27 @@ function checkSecrets(
       ));
     }
   });
-  for (const channel of ["http", "telegram"] as const) {
-    const tokenEnv = config.channels[channel]?.token_env;
-    if (tokenEnv) secrets.set(tokenEnv, `channels.${channel}.token_env`);
+  for (const [name, path] of channelSecrets(config)) {
+    secrets.set(name, path);
+    if (!env(name)) {
+      out.push(warning(
+        "config.missing_channel_token",
+        path,
+        `environment variable ${name} is not set; requests with that token will be refused`,
+      ));
+    }
   }
+  const tokenIds = new Set<string>();
+  config.channels.http?.tokens.forEach((t, i) => {
+    if (tokenIds.has(t.id)) {
+      out.push(error(
+        "config.duplicate_token_id",
+        `channels.http.tokens[${i}].id`,
+        `"${t.id}" is listed twice; each token speaks as http:<id>`,
+      ));
+    }
+    tokenIds.add(t.id);
+  });
   const passthroughs: Array<[string, readonly string[] | undefined]> = [
     ["sandbox", config.raw.sandbox.env_passthrough],
     ...config.raw.users.map((u, i) =>

@@ -83,6 +83,9 @@ export const sandboxSchema = z.strictObject({
 });
 
 /** The whole of `coop.toml`. */
+/** `host:port` or `[v6]:port`, port 1-65535. */
+const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([1-9][0-9]{0,4})$/;
+
 export const configSchema = z.strictObject({
   agent: z.strictObject({
     id: name.default("coop"),
@@ -126,9 +129,15 @@ export const configSchema = z.strictObject({
     }).optional(),
     http: z.strictObject({
       enabled: z.boolean().default(false),
-      host: z.string().min(1).default("127.0.0.1"),
-      port: z.number().int().min(1, "must be 1-65535").max(65535, "must be 1-65535").default(8787),
-      token_env: envName.optional(),
+      listen: z.string().regex(LISTEN, 'must be "host:port", e.g. "127.0.0.1:8787"').refine(
+        (v) => Number(v.slice(v.lastIndexOf(":") + 1)) <= 65535,
+        "port must be 1-65535",
+      ).default("127.0.0.1:8787"),
+      max_body_bytes: z.number().int().min(1024, "must be at least 1024").default(1 << 20),
+      tokens: z.array(z.strictObject({
+        id: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, "must be lowercase letters, digits, . _ -"),
+        token_env: envName,
+      })).default([]),
     }).optional(),
     telegram: z.strictObject({
       enabled: z.boolean().default(false),

@@ -15,6 +15,7 @@ import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
 import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
 import { authorize, type Decision, type Principal, type Situation } from "./authorization.ts";
 import type { CoopConfig, CronJobConfig, UserConfig } from "./config.ts";
+import { channelSecrets } from "./channel_secrets.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
 import {
   mergeSandboxSettings,
@@ -105,9 +106,7 @@ export class SandboxExecutor {
     // Provider keys and channel tokens stay in the gateway, even for the owner's shell.
     const secrets = new Set<string>();
     for (const p of config.providers) if (p.api_key_env) secrets.add(p.api_key_env);
-    for (const c of [config.channels.http, config.channels.telegram]) {
-      if (c?.token_env) secrets.add(c.token_env);
-    }
+    for (const [name] of channelSecrets(config)) secrets.add(name);
     const env = deps.env ?? Deno.env.toObject();
     this.#hostEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !secrets.has(k)));
   }

@@ -1,0 +1,163 @@
+/**
+ * The HTTP channel: `POST /v1/messages` with a bearer token speaks as `http:<id>`;
+ * `GET /healthz` answers without authentication. Web-standard Request/Response, so the
+ * handler is tested without a network and served with `Deno.serve`.
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { z } from "zod";
+import type { TurnHandler } from "./turn_handler.ts";
+
+const log = getLogger(["coop", "channel", "http"]);
+
+/** One accepted token and who it speaks as. */
+export interface HttpToken {
+  /** The sender id: the request speaks as `http:<id>`. */
+  id: string;
+  /** The secret itself (read from the environment by the caller). */
+  token: string;
+}
+
+/** What the channel needs. */
+export interface HttpChannelOptions {
+  tokens: readonly HttpToken[];
+  /** Larger request bodies get 413. */
+  maxBodyBytes: number;
+  handle: TurnHandler;
+}
+
+const messageBody = z.strictObject({
+  text: z.string().min(1, "must be a non-empty string"),
+  session: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 of A-Z a-z 0-9 _ -")
+    .optional(),
+});
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+function problem(status: number, code: string, message: string): Response {
+  const extra: Record<string, string> = status === 401 ? { "www-authenticate": "Bearer" } : {};
+  return json(status, { error: { code, message } }, extra);
+}
+
+/** Compares in time independent of where the strings differ. */
+function sameSecret(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a), y = new TextEncoder().encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}
+
+function caller(request: Request, tokens: readonly HttpToken[]): string | undefined {
+  const match = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "");
+  if (!match) return undefined;
+  let found: string | undefined;
+  for (const t of tokens) if (t.token && sameSecret(t.token, match[1])) found ??= t.id;
+  return found;
+}
+
+/** Reads at most `limit` bytes of the body; undefined when it is larger. */
+async function readBody(request: Request, limit: number): Promise<Uint8Array | undefined> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > limit) return undefined;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body ?? []) {
+    size += chunk.length;
+    if (size > limit) return undefined;
+    chunks.push(chunk);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) body.set(c, (offset += c.length) - c.length);
+  return body;
+}
+
+/** Builds the request handler. */
+export function createHttpHandler(
+  options: HttpChannelOptions,
+): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const started = performance.now();
+    const path = new URL(request.url).pathname;
+    let response: Response;
+    let sender: string | undefined;
+    try {
+      if (path === "/healthz") {
+        response = request.method === "GET"
+          ? json(200, { ok: true })
+          : problem(405, "method_not_allowed", "use GET");
+      } else if (path !== "/v1/messages") {
+        response = problem(404, "not_found", `no route ${path}`);
+      } else if (request.method !== "POST") {
+        response = problem(405, "method_not_allowed", "use POST");
+      } else if ((sender = caller(request, options.tokens)) === undefined) {
+        response = problem(401, "unauthorized", "a valid bearer token is required");
+      } else {
+        response = await message(request, sender, options);
+      }
+    } catch (error) {
+      // A failed turn is the gateway's problem, not the caller's: no stack leaves the process.
+      log.error("channel.http.turn_failed {error}", { error: String(error), sender });
+      response = problem(500, "turn_failed", "the turn failed; the gateway logged why");
+    }
+    log.info("channel.http.request {method} {path} {status}", {
+      method: request.method,
+      path,
+      status: response.status,
+      sender,
+      durationMs: Math.round(performance.now() - started),
+    });
+    return response;
+  };
+}
+
+async function message(
+  request: Request,
+  sender: string,
+  options: HttpChannelOptions,
+): Promise<Response> {
+  const body = await readBody(request, options.maxBodyBytes);
+  if (body === undefined) {
+    return problem(413, "body_too_large", `the body must be at most ${options.maxBodyBytes} bytes`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(body));
+  } catch {
+    return problem(400, "invalid_json", "the body must be a JSON object");
+  }
+  const result = messageBody.safeParse(parsed);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    return problem(400, "invalid_request", `${issue.path.join(".") || "body"}: ${issue.message}`);
+  }
+  const outcome = await options.handle({
+    channel: "http",
+    sender,
+    text: result.data.text,
+    session: result.data.session,
+    signal: request.signal,
+  });
+  return json(200, outcome);
+}
+
+/** Serves the channel on `listen` (`host:port`) until `signal` aborts. */
+export function serveHttpChannel(
+  listen: string,
+  options: HttpChannelOptions,
+  signal?: AbortSignal,
+): Deno.HttpServer<Deno.NetAddr> {
+  const at = listen.lastIndexOf(":");
+  const hostname = listen.slice(0, at).replace(/^\[(.*)\]$/, "$1");
+  return Deno.serve({
+    hostname,
+    port: Number(listen.slice(at + 1)),
+    signal,
+    onListen: (addr) => log.info("channel.http.listening {hostname}:{port}", { ...addr }),
+  }, createHttpHandler(options));
+}

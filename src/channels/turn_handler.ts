@@ -1,0 +1,39 @@
+/**
+ * The contract between channels and the gateway: a channel turns what it received into an
+ * `IncomingMessage` and answers with the `TurnOutcome`. The gateway decides everything else.
+ * @module
+ */
+
+/** A message as a channel received it. */
+export interface IncomingMessage {
+  /** Channel name, e.g. `http`, `terminal`. */
+  channel: string;
+  /** The sender's identifier on that channel (`bob` for `http:bob`). */
+  sender: string;
+  /** What they wrote. */
+  text: string;
+  /** A session id the sender asked to continue, if any. */
+  session?: string;
+  /** Cancels the turn (client gone, Ctrl-C, shutdown). */
+  signal?: AbortSignal;
+}
+
+/** One tool call of the turn, as reported to the caller. */
+export interface ToolSummary {
+  name: string;
+  /** True when the call ran in the sandbox (false: on the host, the owner's). */
+  sandboxed: boolean;
+  /** bash's exit code; null for other tools or when the call was refused. */
+  exitCode: number | null;
+}
+
+/** The gateway's answer to one message. */
+export interface TurnOutcome {
+  reply: string;
+  /** The session the turn was recorded in (new when none was given). */
+  session: string;
+  tools: ToolSummary[];
+}
+
+/** Runs one turn; the gateway implements it, channels call it. */
+export type TurnHandler = (message: IncomingMessage) => Promise<TurnOutcome>;
