@@ -16,7 +16,21 @@ export interface IncomingMessage {
   session?: string;
   /** Cancels the turn (client gone, Ctrl-C, shutdown). */
   signal?: AbortSignal;
+  /** Receives the turn as it happens (streamed text, tool calls), for live channels. */
+  onEvent?: (event: TurnEvent) => void;
 }
+
+/** Something that happened during a turn. */
+export type TurnEvent =
+  | { type: "text"; text: string }
+  | { type: "tool_start"; name: string; sandboxed: boolean; summary: string }
+  | {
+    type: "tool_end";
+    name: string;
+    sandboxed: boolean;
+    exitCode: number | null;
+    isError: boolean;
+  };
 
 /** One tool call of the turn, as reported to the caller. */
 export interface ToolSummary {
