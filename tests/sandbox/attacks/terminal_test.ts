@@ -2,6 +2,7 @@
 // seccomp denies the dangerous ioctls on any fd, including a pty the command opens itself.
 import { assert, assertEquals, assertMatch } from "../../assert.ts";
 import { attackSuite, keyValues, python } from "./attack_table.ts";
+import { sanitizeForTerminal } from "../../../src/channels/terminal_channel.ts";
 
 /** Tries `request` on stdin and on both ends of a fresh pty. */
 function ioctlProbe(label: string, request: string, arg: string): string {
@@ -53,8 +54,14 @@ ${ioctlProbe("setd", "0x5423", 'b"\\0\\0\\0\\0"')}`),
   {
     id: "T3",
     name: "escape sequences into the operator's UI",
-    waitsFor: "the gateway's output rendering (agent runtime issue)",
-    expect: () => {},
+    // The sandbox passes bytes through untouched; the terminal channel must neutralise them.
+    script:
+      "printf '\\033]52;c;ZXZpbA==\\007\\033]8;;http://evil\\007click\\033]8;;\\007 \\033[2J\\302\\233H done'",
+    expect: (r) => {
+      assert(r.stdout.includes("\x1b]52;c;"), "the command really emitted OSC 52");
+      const shown = sanitizeForTerminal(r.stdout);
+      assertEquals(shown, "click H done");
+    },
   },
   {
     id: "T4",
