@@ -4,7 +4,7 @@
  * run yet says why and is reported as ignored — never as passed.
  * @module
  */
-import { exec, type ExecResult } from "../../../src/sandbox/mod.ts";
+import { exec, type ExecResult, type SandboxPolicyInput } from "../../../src/sandbox/mod.ts";
 import { SANDBOX_TESTS, withWorkspace } from "../harness.ts";
 
 /** One row of ATTACKS.md. */
@@ -24,6 +24,8 @@ export interface Attack {
   expect: (r: ExecResult, workspace: string, prepared: string) => void | Promise<void>;
   /** Wall-clock limit of the sandbox; default 20 s. */
   timeoutMs?: number;
+  /** Policy settings beyond the default non-owner policy (limits for §4.5 rows). */
+  policy?: Omit<SandboxPolicyInput, "workspace">;
   /** Set when the row cannot be tested yet: the reason is printed with the skip. */
   waitsFor?: string;
   /** Tools the attack needs inside; missing ones skip the row, naming them. */
@@ -61,7 +63,9 @@ export function attackSuite(section: string, attacks: Attack[]): void {
           const prepared = attack.prepare ? await attack.prepare(workspace) : "";
           try {
             const argv = attack.argv ?? ["sh", "-c", attack.script!, "attack", prepared];
-            const r = await exec({ workspace }, argv, { timeoutMs: attack.timeoutMs ?? 20_000 });
+            const r = await exec({ workspace, ...attack.policy }, argv, {
+              timeoutMs: attack.timeoutMs ?? 20_000,
+            });
             await attack.expect(r, workspace, prepared);
           } finally {
             await attack.teardown?.(prepared);

@@ -198,9 +198,14 @@ attackSuite("§4.1", [
   },
   {
     id: "F21",
-    name: "workspace disk fill",
-    waitsFor: "resource limits (RLIMIT_FSIZE / quotas) — the limits-and-network issue",
-    expect: () => {},
+    name: "workspace disk fill stops at the file-size limit (RLIMIT_FSIZE)",
+    policy: { fileSizeBytes: 8 << 20 },
+    script: "dd if=/dev/zero of=/work/big bs=1M count=64 2>&1; echo rc=$?",
+    expect: async (r, ws) => {
+      assertMatch(r.stdout, /rc=(153|1)\b/); // SIGXFSZ (128+25), or EFBIG when it is ignored
+      const size = (await Deno.stat(`${ws}/big`)).size;
+      assert(size <= 8 << 20, `${size} bytes written to the host's disk`);
+    },
   },
   {
     id: "F22",
