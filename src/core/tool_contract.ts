@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { ExecResult } from "../sandbox/mod.ts";
 import { CoopError } from "./errors.ts";
+import type { MemoryStore } from "./trust.ts";
 
 /** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
  * the limit fields are present when it ran in the sandbox. */
@@ -17,6 +18,28 @@ export type CommandRunner = (
   command: string,
   options: { timeoutMs: number },
 ) => Promise<CommandResult>;
+
+/** One memory as a search returns it. */
+export interface MemoryHit {
+  /** Stable id of the memory. */
+  id: number;
+  /** The store it lives in. */
+  store: MemoryStore;
+  /** What was remembered. */
+  text: string;
+  /** The principal whose turn wrote it. */
+  author: string;
+  /** Milliseconds since the epoch when it was written. */
+  createdAt: number;
+}
+
+/** The memory stores as one tool call may use them; every method is already authorized. */
+export interface MemoryAccess {
+  /** Saves `text` in `store`; throws `ToolError` when this turn may not write there. */
+  write(store: MemoryStore, text: string): { id: number };
+  /** Searches every store this turn may read; `searched` lists them. */
+  search(query: string, limit: number): { searched: readonly MemoryStore[]; hits: MemoryHit[] };
+}
 
 /** The directory a tool call may see: its real location and the name the principal uses for it. */
 export interface PathScope {
@@ -32,6 +55,8 @@ export interface ToolContext {
   scope: PathScope;
   /** Runs `bash` commands in the right place; absent for principals without `bash`. */
   runCommand?: CommandRunner;
+  /** The memory stores, gated for this turn; absent when memory is not configured. */
+  memory?: MemoryAccess;
   /** Default `bash` timeout when the model gives none. */
   defaultTimeoutMs: number;
   /** Largest `bash` timeout the model may ask for. */

@@ -56,3 +56,26 @@ const STORES_BY_TRUST: Readonly<Record<TrustLevel, readonly MemoryStore[]>> = {
 export function memoryStoresFor(level: TrustLevel): readonly MemoryStore[] {
   return STORES_BY_TRUST[level];
 }
+
+/** Returns every trust level that may read `store`, most trusted first. */
+export function memoryReadersOf(store: MemoryStore): readonly TrustLevel[] {
+  return TRUST_LEVELS.filter((level) => STORES_BY_TRUST[level].includes(store));
+}
+
+/**
+ * Returns the stores a turn at effective trust `level` may write: those it may read whose every
+ * reader is at least as trusted as `level` (no write-down), or all of them for the owner.
+ *
+ * @example
+ * ```ts
+ * memoryWritableStoresFor("inner"); // ["shared"]: familiar contacts read "social"
+ * ```
+ */
+export function memoryWritableStoresFor(level: TrustLevel): readonly MemoryStore[] {
+  // The owner may decide to share anything; everyone else's turn content may hold what they
+  // read from their most private store, so it may only go where nobody less trusted reads.
+  if (level === "owner") return STORES_BY_TRUST.owner;
+  return STORES_BY_TRUST[level].filter((store) =>
+    memoryReadersOf(store).every((reader) => atLeast(reader, level))
+  );
+}

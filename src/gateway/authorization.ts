@@ -7,8 +7,10 @@ import type { ToolName } from "../core/tool_registry.ts";
 import {
   atLeast,
   leastTrusted,
+  MEMORY_STORES,
   type MemoryStore,
   memoryStoresFor,
+  memoryWritableStoresFor,
   type TrustLevel,
 } from "../core/trust.ts";
 
@@ -82,7 +84,28 @@ function deny(rule: string, trust: TrustLevel): Decision {
   return { allowed: false, rule, effectiveTrust: trust, placement: "gateway" };
 }
 
+function decideMemory(
+  kind: "memory_read" | "memory_write",
+  store: MemoryStore,
+  trust: TrustLevel,
+): Decision {
+  if (!memoryStoresFor(trust).includes(store)) return deny(`memory.${store}.denied`, trust);
+  if (kind === "memory_read") return allow(`memory.${store}.allowed`, trust);
+  if (trust === "owner") return allow(`memory.${store}.owner_writes`, trust);
+  // No write-down: a turn's content never goes where someone less trusted can read it.
+  return memoryWritableStoresFor(trust).includes(store)
+    ? allow(`memory.${store}.write_allowed`, trust)
+    : deny(`memory.${store}.write_down`, trust);
+}
+
 function decideTool(tool: ToolName, trust: TrustLevel, sandboxEnabled: boolean): Decision {
+  // Memory tools run in the gateway; each store they touch is authorized again per call.
+  if (tool === "memory_search" || tool === "memory_write") {
+    const kind = tool === "memory_search" ? "memory_read" : "memory_write";
+    return MEMORY_STORES.some((store) => decideMemory(kind, store, trust).allowed)
+      ? allow(`tool.${tool}.some_store`, trust)
+      : deny(`tool.${tool}.no_store`, trust);
+  }
   // Only the owner leaves the sandbox; everyone else runs inside it or not at all.
   const placement: Placement = trust === "owner" ? "host" : "sandbox";
   if (tool === "bash") {
@@ -112,9 +135,7 @@ export function decide(principal: Principal, situation: Situation, action: Actio
       return decideTool(action.tool, trust, situation.sandboxEnabled);
     case "memory_read":
     case "memory_write":
-      return memoryStoresFor(trust).includes(action.store)
-        ? allow(`memory.${action.store}.allowed`, trust)
-        : deny(`memory.${action.store}.denied`, trust);
+      return decideMemory(action.kind, action.store, trust);
     case "config_change":
       return trust === "owner"
         ? allow("config.owner_only", trust)

@@ -35,6 +35,9 @@ export interface GroupConfig {
   ceiling: TrustLevel;
 }
 
+/** Where a cron job's reply goes: the log, or a POST to an HTTP callback. */
+export type CronReplyTarget = { kind: "log" } | { kind: "http"; url: string };
+
 /** A configured cron job. */
 export interface CronJobConfig {
   /** Unique name. */
@@ -45,6 +48,8 @@ export interface CronJobConfig {
   user: string;
   /** The message sent to the agent. */
   message: string;
+  /** Where the reply goes (`reply_to`). */
+  replyTo: CronReplyTarget;
   /** Sandbox settings for this job, over the user's. */
   sandbox: Partial<SandboxSettings>;
 }
@@ -131,6 +136,7 @@ export function parseConfig(
       schedule: c.schedule,
       user: c.user,
       message: c.message,
+      replyTo: c.reply_to === "log" ? { kind: "log" } : { kind: "http", url: c.reply_to },
       sandbox: overridesFromRaw(c.sandbox),
     })),
     providers: raw.providers,

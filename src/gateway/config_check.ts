@@ -6,6 +6,7 @@ import { relative } from "node:path";
 import { channelSecrets } from "./channel_secrets.ts";
 import type { CoopConfig } from "./config.ts";
 import type { ConfigDiagnostic } from "./config_diagnostic.ts";
+import { nextCronRun } from "./cron_schedule.ts";
 import { isWildcardPattern } from "./match_pattern.ts";
 import { userScopeDirectory } from "./user_scope.ts";
 
@@ -98,6 +99,13 @@ function checkGroups(config: CoopConfig, out: ConfigDiagnostic[]): void {
   });
 }
 
+function isPlainRemoteHttp(url: string): boolean {
+  const parsed = new URL(url);
+  const host = parsed.hostname.replace(/^\[|\]$/g, "");
+  const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
+  return parsed.protocol === "http:" && !loopback;
+}
+
 function checkCron(config: CoopConfig, out: ConfigDiagnostic[]): void {
   const names = new Set(config.users.map((u) => u.name));
   const jobs = new Set<string>();
@@ -111,6 +119,20 @@ function checkCron(config: CoopConfig, out: ConfigDiagnostic[]): void {
         "config.unknown_cron_user",
         `cron[${i}].user`,
         `no user named "${job.user}"; the job would run with public trust (no tools)`,
+      ));
+    }
+    if (nextCronRun(job.schedule, Date.now()) === null) {
+      out.push(warning(
+        "config.cron_never_runs",
+        `cron[${i}].schedule`,
+        `"${job.schedule}" never fires (no such date); the job will not run`,
+      ));
+    }
+    if (job.replyTo.kind === "http" && isPlainRemoteHttp(job.replyTo.url)) {
+      out.push(warning(
+        "config.cron_reply_plain_http",
+        `cron[${i}].reply_to`,
+        "replies would travel unencrypted to a non-loopback host; use https://",
       ));
     }
   });

@@ -113,6 +113,10 @@ export const configSchema = z.strictObject({
     }),
     user: z.string().min(1, "must name a user"),
     message: z.string().min(1, "must not be empty"),
+    reply_to: z.string().refine(
+      (v) => v === "log" || /^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v),
+      'must be "log" or an http:// or https:// URL',
+    ).default("log"),
     sandbox: sandboxOverridesSchema.optional(),
   })).default([]),
   providers: z.array(z.strictObject({

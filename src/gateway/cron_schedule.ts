@@ -1,7 +1,9 @@
 /**
- * Validates five-field cron schedules (`minute hour day-of-month month day-of-week`).
+ * Five-field cron schedules (`minute hour day-of-month month day-of-week`): validation with
+ * config-friendly messages, and the next run time (computed by `croner`).
  * @module
  */
+import { Cron } from "croner";
 
 const FIELDS: ReadonlyArray<{ name: string; min: number; max: number }> = [
   { name: "minute", min: 0, max: 59 },
@@ -18,6 +20,9 @@ function fieldProblem(text: string, field: { name: string; min: number; max: num
     const match = ITEM.exec(item);
     if (!match) return `${field.name} "${item}" is not *, N, N-M or a list/step of those`;
     if (match[2] !== undefined && Number(match[2]) === 0) return `${field.name} step must be > 0`;
+    if (match[2] !== undefined && Number(match[2]) > field.max) {
+      return `${field.name} step ${match[2]} is larger than ${field.max}`;
+    }
     if (match[1] === "*") continue;
     const [low, high] = match[1].split("-").map(Number);
     for (const n of [low, high ?? low]) {
@@ -41,4 +46,21 @@ export function cronScheduleProblem(schedule: string): string | null {
     if (problem) return problem;
   }
   return null;
+}
+
+/**
+ * Returns the first time `schedule` fires strictly after `after` (ms since the epoch), or null
+ * when it never fires again (e.g. `0 0 31 2 *`). `timezone` defaults to the gateway's own.
+ *
+ * @example
+ * ```ts
+ * nextCronRun("0 9 * * *", Date.UTC(2025, 0, 1, 9), "UTC"); // Date.UTC(2025, 0, 2, 9)
+ * ```
+ */
+export function nextCronRun(schedule: string, after: number, timezone?: string): number | null {
+  // Day-of-month and day-of-week combine with OR when both are restricted (classic cron), which
+  // is croner's default; 0 and 7 are both Sunday. `sloppyRanges` accepts `N/step` (N through the
+  // field's maximum), which the validator above allows, as cronie does.
+  const cron = new Cron(schedule.trim(), { paused: true, timezone, sloppyRanges: true });
+  return cron.nextRun(new Date(after))?.getTime() ?? null;
 }

@@ -5,18 +5,33 @@
 import type {
   CommandResult,
   CommandRunner,
+  Tool,
   ToolContext,
   ToolResult,
 } from "../core/tool_contract.ts";
 import { runTool, ToolError } from "../core/tool_contract.ts";
-import { BUILTIN_TOOLS, isToolName } from "../core/tool_registry.ts";
+import {
+  BUILTIN_TOOLS,
+  GATEWAY_TOOL_NAMES,
+  isToolName,
+  TOOL_NAMES,
+  type ToolName,
+} from "../core/tool_registry.ts";
 import { DEFAULT_MAX_OUTPUT_CHARS } from "../core/truncation.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
 import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
-import { authorize, type Decision, type Principal, type Situation } from "./authorization.ts";
+import {
+  authorize,
+  decide,
+  type Decision,
+  type Principal,
+  type Situation,
+} from "./authorization.ts";
 import type { CoopConfig, CronJobConfig, UserConfig } from "./config.ts";
 import { channelSecrets } from "./channel_secrets.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
+import { gatedMemory } from "./memory_access.ts";
+import type { MemoryDatabase } from "./memory_store.ts";
 import {
   mergeSandboxSettings,
   type SandboxSettings,
@@ -48,6 +63,8 @@ export interface ExecutorDependencies {
    * sandbox is used, nothing when a fake `sandbox` is injected.
    */
   sandboxGate?: () => Promise<string | null>;
+  /** The memory stores; without them the memory tools are not offered. */
+  memory?: MemoryDatabase;
 }
 
 /** The default gate: the built-in escape self-test must pass before any sandboxed command. */
@@ -95,6 +112,7 @@ export class SandboxExecutor {
   readonly #hostEnv: Record<string, string>;
   readonly #maxOutputChars: number;
   readonly #gate: () => Promise<string | null>;
+  readonly #memory: MemoryDatabase | undefined;
   #gateResult: Promise<string | null> | undefined;
 
   constructor(config: CoopConfig, deps: ExecutorDependencies = {}) {
@@ -103,6 +121,7 @@ export class SandboxExecutor {
     this.#host = deps.host ?? runOnHost;
     this.#gate = deps.sandboxGate ?? (deps.sandbox ? () => Promise.resolve(null) : selfTestGate);
     this.#maxOutputChars = deps.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+    this.#memory = deps.memory;
     // Provider keys and channel tokens stay in the gateway, even for the owner's shell.
     const secrets = new Set<string>();
     for (const p of config.providers) if (p.api_key_env) secrets.add(p.api_key_env);
@@ -120,6 +139,15 @@ export class SandboxExecutor {
     );
   }
 
+  /** Returns the tools to offer the model for this principal and situation (no log lines). */
+  toolsFor(principal: Principal, situation: Omit<Situation, "sandboxEnabled">): Tool[] {
+    const full: Situation = { ...situation, sandboxEnabled: this.#config.sandbox.enabled };
+    return TOOL_NAMES
+      .filter((name) => this.#memory !== undefined || !GATEWAY_TOOL_NAMES.includes(name))
+      .filter((name) => decide(principal, full, { kind: "tool", tool: name }).allowed)
+      .map((name) => BUILTIN_TOOLS[name]);
+  }
+
   /** Authorizes and runs one tool call; every failure comes back as an error result. */
   async call(call: ToolCall): Promise<ToolCallOutcome> {
     if (!isToolName(call.tool)) {
@@ -129,6 +157,7 @@ export class SandboxExecutor {
       ...call.situation,
       sandboxEnabled: this.#config.sandbox.enabled,
     };
+    if (GATEWAY_TOOL_NAMES.includes(call.tool)) return this.#callInGateway(call, situation);
     const decision = authorize(call.principal, situation, { kind: "tool", tool: call.tool });
     if (!decision.allowed) {
       return {
@@ -163,6 +192,31 @@ export class SandboxExecutor {
         : undefined,
     };
     const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);
+    return { ...result, decision };
+  }
+
+  /** Memory tools: authorized like any tool, then per store, and run here, never sandboxed. */
+  async #callInGateway(call: ToolCall, situation: Situation): Promise<ToolCallOutcome> {
+    const tool = call.tool as ToolName;
+    const decision = authorize(call.principal, situation, { kind: "tool", tool });
+    if (!decision.allowed) {
+      return {
+        isError: true,
+        content: `${tool} is not permitted at trust "${decision.effectiveTrust}" ` +
+          `(rule ${decision.rule})`,
+        decision,
+      };
+    }
+    const settings = this.settingsFor(call.user, call.cronJob);
+    const context: ToolContext = {
+      // Memory tools touch no files; an empty scope keeps the contract without granting any.
+      scope: { hostRoot: "/nonexistent", visibleRoot: "/nonexistent" },
+      memory: this.#memory && gatedMemory(this.#memory, call.principal, situation),
+      defaultTimeoutMs: settings.timeoutMs,
+      maxTimeoutMs: settings.maxTimeoutMs,
+      maxOutputChars: this.#maxOutputChars,
+    };
+    const result = await runTool(BUILTIN_TOOLS[tool], call.args, context);
     return { ...result, decision };
   }
 

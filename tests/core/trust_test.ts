@@ -3,8 +3,12 @@ import {
   atLeast,
   isTrustLevel,
   leastTrusted,
+  memoryReadersOf,
+  type MemoryStore,
   memoryStoresFor,
+  memoryWritableStoresFor,
   TRUST_LEVELS,
+  type TrustLevel,
   trustRank,
 } from "../../src/core/trust.ts";
 
@@ -33,4 +37,20 @@ Deno.test("isTrustLevel accepts only the five names", () => {
   ok(isTrustLevel("owner"));
   ok(!isTrustLevel("admin"));
   ok(!isTrustLevel(3));
+});
+
+Deno.test("readers per store and writable stores per level (no write-down) follow docs/memory.md", () => {
+  deepStrictEqual(memoryReadersOf("private"), ["owner", "full"]);
+  deepStrictEqual(memoryReadersOf("shared"), ["owner", "full", "inner"]);
+  deepStrictEqual(memoryReadersOf("social"), ["owner", "full", "inner", "familiar"]);
+  const expected: Array<[TrustLevel, MemoryStore[]]> = [
+    ["owner", ["private", "shared", "social"]],
+    ["full", ["private"]],
+    ["inner", ["shared"]],
+    ["familiar", ["social"]],
+    ["public", []],
+  ];
+  for (const [level, stores] of expected) {
+    deepStrictEqual(memoryWritableStoresFor(level), stores, level);
+  }
 });

@@ -181,6 +181,20 @@ Deno.test("warnings: sandbox on without owner, unknown cron user, missing key", 
     BASE + '[[cron]]\nname = "n"\nschedule = "0 9 * * 1-5"\nuser = "zed"\nmessage = "hi"\n',
   );
   ok(/warning: coop\.toml: cron\[0\]\.user: no user named "zed"/.test(cron.output));
+  const job = '[[cron]]\nname = "n"\nuser = "alice"\nmessage = "hi"\n';
+  const never = await check(BASE + job + 'schedule = "0 0 31 2 *"\n');
+  strictEqual(never.code, 0);
+  ok(/warning: coop\.toml: cron\[0\]\.schedule: "0 0 31 2 \*" never fires/.test(never.output));
+  const plain = await check(
+    BASE + job + 'schedule = "0 9 * * *"\nreply_to = "http://10.0.0.5/h"\n',
+  );
+  ok(
+    /warning: coop\.toml: cron\[0\]\.reply_to: replies would travel unencrypted/.test(plain.output),
+  );
+  const loopback = await check(
+    BASE + job + 'schedule = "0 9 * * *"\nreply_to = "http://127.0.0.1:9/h"\n',
+  );
+  ok(!/reply_to/.test(loopback.output), "loopback http is fine");
   const key = await check(
     BASE + '[[providers]]\nname = "a"\ntype = "openai"\napi_key_env = "OPENAI_API_KEY"\n',
   );

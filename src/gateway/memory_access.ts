@@ -1,0 +1,63 @@
+/**
+ * Binds the memory stores to one turn: every read and write goes through `authorize()` with the
+ * turn's principal and situation, so the memory tools never decide trust themselves.
+ * @module
+ */
+import { type MemoryAccess, ToolError } from "../core/tool_contract.ts";
+import { MEMORY_STORES, type MemoryStore } from "../core/trust.ts";
+import { authorize, type Principal, type Situation } from "./authorization.ts";
+import type { MemoryDatabase } from "./memory_store.ts";
+
+/**
+ * Returns the memory as `principal` may use it in `situation`: writes only to stores
+ * `authorize()` allows, searches only the stores it may read.
+ *
+ * @example
+ * ```ts
+ * const memory = gatedMemory(memories, { name: "bob", trust: "inner" }, situation);
+ * memory.search("birthday", 5); // searches shared and social only
+ * ```
+ */
+export function gatedMemory(
+  memories: MemoryDatabase,
+  principal: Principal,
+  situation: Situation,
+): MemoryAccess {
+  return {
+    write(store: MemoryStore, text: string): { id: number } {
+      const decision = authorize(principal, situation, { kind: "memory_write", store });
+      if (!decision.allowed) {
+        const writable = MEMORY_STORES.filter((s) =>
+          authorize(principal, situation, { kind: "memory_write", store: s }).allowed
+        );
+        throw new ToolError(
+          "tool.memory_write_denied",
+          `memory_write: this conversation (trust "${decision.effectiveTrust}") may not write ` +
+            `to "${store}" (rule ${decision.rule}); it may write to: ${
+              writable.join(", ") || "nothing"
+            }`,
+        );
+      }
+      const id = memories.write({
+        store,
+        text,
+        author: principal.name,
+        trust: decision.effectiveTrust,
+        channel: situation.channel,
+      });
+      return { id };
+    },
+    search(query: string, limit: number) {
+      const searched = MEMORY_STORES.filter((store) =>
+        authorize(principal, situation, { kind: "memory_read", store }).allowed
+      );
+      if (searched.length === 0) {
+        throw new ToolError(
+          "tool.memory_read_denied",
+          "memory_search: this conversation may not read any memory store",
+        );
+      }
+      return { searched, hits: memories.search(query, searched, limit) };
+    },
+  };
+}
