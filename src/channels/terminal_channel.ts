@@ -24,8 +24,8 @@ export interface TerminalChannelOptions {
 // OSC strings (hyperlinks, clipboard writes), CSI sequences, other two-byte escapes, and the C0
 // and C1 controls except tab and newline: what a command's output could use to drive the
 // operator's terminal (ATTACKS.md T3).
-// deno-lint-ignore no-control-regex
 const CONTROLS =
+  // deno-lint-ignore no-control-regex
   /\x1b\][^\x07\x1b]*(\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 
 /** Strips control characters and escape sequences from untrusted text before it reaches a tty. */
