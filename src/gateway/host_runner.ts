@@ -14,6 +14,8 @@ export interface HostRunOptions {
   env: Record<string, string>;
   /** Cap on each of stdout and stderr. */
   maxOutputBytes: number;
+  /** Kills the command (SIGKILL) when aborted. */
+  signal?: AbortSignal;
 }
 
 /** Runs a shell command on the host. */
@@ -48,6 +50,7 @@ async function collect(
 
 /** The default host runner, built on `Deno.Command`. */
 export const runOnHost: HostRunner = async (command, options) => {
+  options.signal?.throwIfAborted();
   const started = performance.now();
   const child = new Deno.Command("sh", {
     args: ["-c", command],
@@ -59,14 +62,18 @@ export const runOnHost: HostRunner = async (command, options) => {
     stderr: "piped",
   }).spawn();
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
+  const kill = () => {
     try {
       child.kill("SIGKILL");
     } catch {
-      // Already exited between the timer firing and the kill.
+      // Already exited between the timer (or the abort) firing and the kill.
     }
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
   }, options.timeoutMs);
+  options.signal?.addEventListener("abort", kill, { once: true });
   try {
     const [stdout, stderr, status] = await Promise.all([
       collect(child.stdout, options.maxOutputBytes),
@@ -84,6 +91,7 @@ export const runOnHost: HostRunner = async (command, options) => {
     };
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener("abort", kill);
   }
 };
 
