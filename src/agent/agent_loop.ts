@@ -143,11 +143,25 @@ export function summarizeToolCall(args: unknown): string {
   return text.length > 200 ? text.slice(0, 199) + "…" : text;
 }
 
-function never(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+/** How long a cancelled tool may take to report how it ended (e.g. killed, exit 137). */
+const CANCEL_GRACE_MS = 2000;
+
+/** Rejects a while after `signal` aborts: a tool that ignores the signal is abandoned. */
+function abandonAfterAbort(signal: AbortSignal): { promise: Promise<never>; dispose(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort = () => {};
+  const promise = new Promise<never>((_, reject) => {
+    onAbort = () => timer = setTimeout(() => reject(signal.reason), CANCEL_GRACE_MS);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
   });
+  return {
+    promise,
+    dispose() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    },
+  };
 }
 
 /**
@@ -264,10 +278,11 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
         summary: summarizeToolCall(call.arguments),
       });
       let execution: ToolExecution;
+      const abandon = abandonAfterAbort(signal);
       try {
         execution = await Promise.race([
           options.executeTool(call.name, call.arguments, signal),
-          never(signal),
+          abandon.promise,
         ]);
       } catch (error) {
         execution = signal.aborted
@@ -277,6 +292,8 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
             isError: true,
             sandboxed: tool.sandboxed,
           };
+      } finally {
+        abandon.dispose();
       }
       const exitCode = execution.exitCode ?? null;
       summaries.push({ name: call.name, sandboxed: execution.sandboxed, exitCode });
