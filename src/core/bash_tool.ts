@@ -48,11 +48,12 @@ export const bashTool: Tool = {
         `bash: invalid arguments: "timeout" must be at most ${context.maxTimeoutMs / 1000} seconds`,
       );
     }
-    const result = await context.runCommand(command, { timeoutMs });
+    const result = await context.runCommand(command, { timeoutMs, signal: context.signal });
     const text = formatCommandResult(result, timeoutMs);
     return {
       isError: result.exitCode !== 0 || result.timedOut,
       content: truncateHeadTail(text, context.maxOutputChars),
+      exitCode: result.exitCode,
     };
   },
 };

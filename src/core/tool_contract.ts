@@ -16,7 +16,7 @@ export type CommandResult =
 /** Runs a shell command where the caller's trust says it must run (host or sandbox). */
 export type CommandRunner = (
   command: string,
-  options: { timeoutMs: number },
+  options: { timeoutMs: number; signal?: AbortSignal },
 ) => Promise<CommandResult>;
 
 /** One memory as a search returns it. */
@@ -63,6 +63,8 @@ export interface ToolContext {
   maxTimeoutMs: number;
   /** Cap on the text returned to the model. */
   maxOutputChars: number;
+  /** Aborted when the turn is cancelled; tools stop their work (bash kills its command). */
+  signal?: AbortSignal;
 }
 
 /** What a tool returns to the model: text, flagged when it describes a failure. */
@@ -71,6 +73,8 @@ export interface ToolResult {
   isError: boolean;
   /** The text the model sees. */
   content: string;
+  /** The command's exit code, for tools that run one (`bash`). */
+  exitCode?: number;
 }
 
 /** A tool the agent can call. */

@@ -59,7 +59,17 @@ export interface CoopConfig {
   /** Absolute path of the file this came from (or a label for in-memory text). */
   file: string;
   /** `[agent]`, with `workspace` and `stateDir` absolute. */
-  agent: { id: string; model?: string; workspace: string; stateDir: string };
+  agent: {
+    id: string;
+    /** `"<provider name>/<model id>"`. */
+    model?: string;
+    workspace: string;
+    stateDir: string;
+    /** Model calls per turn before the loop stops with a message. */
+    maxIterations: number;
+    /** Cap on tokens per model response. */
+    maxTokens: number;
+  };
   /** `[[users]]`. */
   users: readonly UserConfig[];
   /** `[[groups]]`. */
@@ -118,7 +128,14 @@ export function parseConfig(
   const { enabled, workspace_scope, ...globalOverrides } = raw.sandbox;
   return {
     file,
-    agent: { id: raw.agent.id, model: raw.agent.model, workspace, stateDir },
+    agent: {
+      id: raw.agent.id,
+      model: raw.agent.model,
+      workspace,
+      stateDir,
+      maxIterations: raw.agent.max_iterations,
+      maxTokens: raw.agent.max_tokens,
+    },
     users: raw.users.map((u) => ({
       name: u.name,
       trust: u.trust,

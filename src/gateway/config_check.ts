@@ -138,6 +138,49 @@ function checkCron(config: CoopConfig, out: ConfigDiagnostic[]): void {
   });
 }
 
+function checkProviders(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  const seen = new Map<string, number>();
+  config.providers.forEach((provider, i) => {
+    const previous = seen.get(provider.name);
+    if (previous !== undefined) {
+      out.push(error(
+        "config.duplicate_provider",
+        `providers[${i}].name`,
+        `provider "${provider.name}" is already defined at providers[${previous}]`,
+      ));
+    } else seen.set(provider.name, i);
+    const hosted = provider.kind === "anthropic" || provider.kind === "openai";
+    if (hosted && provider.base_url === undefined && provider.api_key_env === undefined) {
+      out.push(warning(
+        "config.provider_without_key",
+        `providers[${i}]`,
+        `no api_key_env: requests to the hosted ${provider.kind} API carry no key and will be ` +
+          "refused (401)",
+      ));
+    }
+  });
+  const model = config.agent.model;
+  if (model === undefined) return;
+  const slash = model.indexOf("/");
+  if (slash <= 0 || slash === model.length - 1) {
+    out.push(error(
+      "config.model_format",
+      "agent.model",
+      `"${model}" must be "<provider name>/<model id>", e.g. "anthropic/claude-sonnet-4-5"`,
+    ));
+    return;
+  }
+  const name = model.slice(0, slash);
+  if (!seen.has(name)) {
+    const known = config.providers.map((p) => `"${p.name}"`).join(", ");
+    out.push(error(
+      "config.unknown_provider",
+      "agent.model",
+      `no [[providers]] entry named "${name}"` + (known ? ` (configured: ${known})` : ""),
+    ));
+  }
+}
+
 function checkSecrets(
   config: CoopConfig,
   env: (name: string) => string | undefined,
@@ -296,6 +339,7 @@ export function checkConfig(
   checkUsers(config, out);
   checkGroups(config, out);
   checkCron(config, out);
+  checkProviders(config, out);
   checkSecrets(config, env, out);
   checkSandbox(config, out);
   checkPrivatePaths(config, out);

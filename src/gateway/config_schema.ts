@@ -12,8 +12,8 @@ import { matchPatternProblem } from "./match_pattern.ts";
 /** Network modes config accepts; `proxy` is validated but not implemented by the sandbox yet. */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
 
-/** Provider types config accepts. */
-export const PROVIDER_TYPES = ["anthropic", "openai", "openai_compatible", "ollama"] as const;
+/** Provider kinds config accepts: the Anthropic Messages API or an OpenAI-compatible one. */
+export const PROVIDER_KINDS = ["anthropic", "openai", "openai_compatible", "ollama"] as const;
 
 /** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
 export const WORKSPACE_SCOPES = ["user", "shared"] as const;
@@ -82,17 +82,54 @@ export const sandboxSchema = z.strictObject({
   ...sandboxOverrideShape,
 });
 
-/** The whole of `coop.toml`. */
 /** `host:port` or `[v6]:port`, port 1-65535. */
 const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([1-9][0-9]{0,4})$/;
 
+/** One `[[providers]]` entry; `type` is the older spelling of `kind` and still accepted. */
+export const providerSchema = z.strictObject({
+  name: z.string().regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+    'must be letters, digits, _ . or - (it is the part of agent.model before the first "/")',
+  ),
+  kind: z.enum(PROVIDER_KINDS).optional(),
+  type: z.enum(PROVIDER_KINDS).optional(),
+  base_url: z.url("must be a URL").optional(),
+  api_key_env: envName.optional(),
+  models: z.array(z.string().min(1)).optional(),
+}).superRefine((p, ctx) => {
+  if (p.kind === undefined && p.type === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["kind"],
+      message: `is required: one of ${PROVIDER_KINDS.map((k) => `"${k}"`).join(", ")}`,
+    });
+  } else if (p.kind !== undefined && p.type !== undefined && p.kind !== p.type) {
+    ctx.addIssue({ code: "custom", path: ["type"], message: "contradicts kind; remove type" });
+  }
+  if (p.kind === "openai_compatible" || p.type === "openai_compatible") {
+    if (p.base_url === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["base_url"],
+        message: 'is required for kind "openai_compatible" (e.g. "https://openrouter.ai/api/v1")',
+      });
+    }
+  }
+}).transform(({ type, ...rest }) => ({
+  ...rest,
+  kind: (rest.kind ?? type) as (typeof PROVIDER_KINDS)[number],
+}));
+
+/** The whole of `coop.toml`. */
 export const configSchema = z.strictObject({
   agent: z.strictObject({
     id: name.default("coop"),
     model: z.string().min(1, "must not be empty").optional(),
+    max_iterations: z.number().int("must be a whole number").min(1).max(1000).default(25),
+    max_tokens: z.number().int("must be a whole number").min(1).default(8192),
     workspace: z.string().min(1, "must not be empty").optional(),
     state_dir: z.string().min(1, "must not be empty").optional(),
-  }).default({ id: "coop" }),
+  }).default({ id: "coop", max_iterations: 25, max_tokens: 8192 }),
   users: z.array(z.strictObject({
     name,
     trust: z.enum(TRUST_LEVELS),
@@ -119,13 +156,7 @@ export const configSchema = z.strictObject({
     ).default("log"),
     sandbox: sandboxOverridesSchema.optional(),
   })).default([]),
-  providers: z.array(z.strictObject({
-    name: z.string().min(1, "must not be empty"),
-    type: z.enum(PROVIDER_TYPES),
-    base_url: z.url("must be a URL").optional(),
-    api_key_env: envName.optional(),
-    models: z.array(z.string().min(1)).optional(),
-  })).default([]),
+  providers: z.array(providerSchema).default([]),
   channels: z.strictObject({
     terminal: z.strictObject({
       enabled: z.boolean().default(true),

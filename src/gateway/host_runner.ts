@@ -14,6 +14,8 @@ export interface HostRunOptions {
   env: Record<string, string>;
   /** Cap on each of stdout and stderr. */
   maxOutputBytes: number;
+  /** Kills the command (SIGKILL) when aborted. */
+  signal?: AbortSignal;
 }
 
 /** Runs a shell command on the host. */
@@ -46,11 +48,23 @@ async function collect(
   return { text: new TextDecoder().decode(all), truncated };
 }
 
+/** `setsid`, when the host has it: the command then leads its own process group. */
+const SETSID = ["/usr/bin/setsid", "/bin/setsid"].find((path) => {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+});
+
 /** The default host runner, built on `Deno.Command`. */
 export const runOnHost: HostRunner = async (command, options) => {
+  options.signal?.throwIfAborted();
   const started = performance.now();
-  const child = new Deno.Command("sh", {
-    args: ["-c", command],
+  // In its own process group, a kill reaches what the shell started too (`sleep` in
+  // `sh -c "sleep 30"` would otherwise keep running and hold the output pipes open).
+  const child = new Deno.Command(SETSID ?? "sh", {
+    args: SETSID ? ["sh", "-c", command] : ["-c", command],
     cwd: options.cwd,
     env: options.env,
     clearEnv: true,
@@ -59,14 +73,19 @@ export const runOnHost: HostRunner = async (command, options) => {
     stderr: "piped",
   }).spawn();
   let timedOut = false;
+  const kill = () => {
+    try {
+      if (SETSID) Deno.kill(-child.pid, "SIGKILL");
+      else child.kill("SIGKILL");
+    } catch {
+      // Already exited between the timer (or the abort) firing and the kill.
+    }
+  };
   const timer = setTimeout(() => {
     timedOut = true;
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // Already exited between the timer firing and the kill.
-    }
+    kill();
   }, options.timeoutMs);
+  options.signal?.addEventListener("abort", kill, { once: true });
   try {
     const [stdout, stderr, status] = await Promise.all([
       collect(child.stdout, options.maxOutputBytes),
@@ -84,6 +103,7 @@ export const runOnHost: HostRunner = async (command, options) => {
     };
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener("abort", kill);
   }
 };
 

@@ -90,6 +90,8 @@ export interface ToolCall {
   tool: string;
   /** The model's arguments, not yet validated. */
   args: unknown;
+  /** Aborted when the turn is cancelled: a running command is killed. */
+  signal?: AbortSignal;
 }
 
 /** A tool result plus the authorization decision behind it. */
@@ -185,6 +187,7 @@ export class SandboxExecutor {
       defaultTimeoutMs: settings.timeoutMs,
       maxTimeoutMs: settings.maxTimeoutMs,
       maxOutputChars: this.#maxOutputChars,
+      signal: call.signal,
       runCommand: call.tool === "bash"
         ? (onHost
           ? this.#hostRunner(scope.hostRoot)
@@ -221,17 +224,18 @@ export class SandboxExecutor {
   }
 
   #hostRunner(cwd: string): CommandRunner {
-    return (command, { timeoutMs }) =>
+    return (command, { timeoutMs, signal }) =>
       this.#host(command, {
         cwd,
         timeoutMs,
         env: this.#hostEnv,
         maxOutputBytes: MAX_CAPTURE_BYTES,
+        signal,
       });
   }
 
   #sandboxRunner(workspace: string, settings: SandboxSettings): CommandRunner {
-    return async (command, { timeoutMs }) => {
+    return async (command, { timeoutMs, signal }) => {
       // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
       for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
         if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
@@ -259,6 +263,7 @@ export class SandboxExecutor {
         return await this.#sandbox(policy, ["sh", "-c", command], {
           timeoutMs,
           maxOutputBytes: MAX_CAPTURE_BYTES,
+          signal,
         });
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);

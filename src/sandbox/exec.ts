@@ -32,6 +32,8 @@ export interface ExecOptions {
   failAt?: StepName;
   /** The caller runs into limits on purpose (a probe): violations are logged at debug level. */
   expectViolations?: boolean;
+  /** Kills the whole sandbox when aborted (the result then reports `SIGKILL`). */
+  signal?: AbortSignal;
 }
 
 /** The outcome of a sandboxed command. */
@@ -110,6 +112,7 @@ export async function exec(
 ): Promise<ExecResult> {
   const timeoutMs = positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
   const limit = positive("maxOutputBytes", options.maxOutputBytes, DEFAULT_MAX_OUTPUT_BYTES);
+  options.signal?.throwIfAborted();
   const started = performance.now();
   const child = await spawnSandboxed(policy, argv, {
     env: options.env,
@@ -117,10 +120,18 @@ export async function exec(
     failAt: options.failAt,
     timeoutMs,
   });
+  const kill = () => child.kill("SIGKILL");
+  options.signal?.addEventListener("abort", kill, { once: true });
+  if (options.signal?.aborted) kill();
   if (child.stdin && options.stdin !== undefined) child.stdin.end(options.stdin);
   const stdout = captureOutput(child.lib, child.stdout, child.fds.stdout, limit);
   const stderr = captureOutput(child.lib, child.stderr, child.fds.stderr, limit);
-  const status = await child.status;
+  let status: Awaited<typeof child.status>;
+  try {
+    status = await child.status;
+  } finally {
+    options.signal?.removeEventListener("abort", kill);
+  }
   const [out, err] = await Promise.all([stdout, stderr]);
   const decoder = new TextDecoder();
   let stderrText = decoder.decode(err.bytes);

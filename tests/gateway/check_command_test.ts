@@ -87,7 +87,7 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   [
     "secret passed into the sandbox",
     BASE +
-    '[[providers]]\nname = "a"\ntype = "anthropic"\napi_key_env = "ANTHROPIC_API_KEY"\n[sandbox]\nenv_passthrough = ["ANTHROPIC_API_KEY"]\n',
+    '[[providers]]\nname = "a"\nkind = "anthropic"\napi_key_env = "ANTHROPIC_API_KEY"\n[sandbox]\nenv_passthrough = ["ANTHROPIC_API_KEY"]\n',
     /sandbox\.env_passthrough\[0\]: ANTHROPIC_API_KEY is a secret/,
   ],
   [
@@ -196,7 +196,7 @@ Deno.test("warnings: sandbox on without owner, unknown cron user, missing key", 
   );
   ok(!/reply_to/.test(loopback.output), "loopback http is fine");
   const key = await check(
-    BASE + '[[providers]]\nname = "a"\ntype = "openai"\napi_key_env = "OPENAI_API_KEY"\n',
+    BASE + '[[providers]]\nname = "a"\nkind = "openai"\napi_key_env = "OPENAI_API_KEY"\n',
   );
   ok(
     /warning: coop\.toml: providers\[0\]\.api_key_env: environment variable OPENAI_API_KEY is not set/

@@ -25,7 +25,7 @@ name = "fay"
 trust = "familiar"
 [[providers]]
 name = "a"
-type = "anthropic"
+kind = "anthropic"
 api_key_env = "ANTHROPIC_API_KEY"
 [sandbox]
 network = "none"

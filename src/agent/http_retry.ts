@@ -1,0 +1,178 @@
+/**
+ * POSTs to a provider with bounded retries: exponential backoff with jitter, `retry-after`
+ * honoured, on 429, 5xx and connection errors — only before any response body is read, so a
+ * stream that has started is never replayed.
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { ProviderError } from "./provider_error.ts";
+
+const log = getLogger(["coop", "agent", "provider"]);
+
+/** How hard to retry. */
+export interface RetryPolicy {
+  /** Attempts in total, including the first (1 = never retry). */
+  maxAttempts: number;
+  /** Delay before the first retry; doubled each time. */
+  baseDelayMs: number;
+  /** Longest single wait; a `retry-after` above it gives up instead of waiting. */
+  maxDelayMs: number;
+}
+
+/** Four attempts, 0.5 s doubling, at most 30 s per wait. */
+export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = {
+  maxAttempts: 4,
+  baseDelayMs: 500,
+  maxDelayMs: 30_000,
+};
+
+/** What the HTTP layer may be given instead of the real network and clock (tests use fakes). */
+export interface HttpDependencies {
+  /** Default: global `fetch`. */
+  fetch?: typeof fetch;
+  /** Default: an abortable `setTimeout`. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Default: `Math.random`; used for jitter. */
+  random?: () => number;
+}
+
+/** One POST with a JSON body. */
+export interface JsonPost {
+  /** The configured provider name, for messages. */
+  provider: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Parses `retry-after-ms`, or `retry-after` as seconds or an HTTP date, into milliseconds. */
+export function retryAfterMs(headers: Headers, now: number = Date.now()): number | null {
+  const ms = headers.get("retry-after-ms");
+  if (ms !== null && /^\d+(\.\d+)?$/.test(ms.trim())) return Number(ms);
+  const value = headers.get("retry-after")?.trim();
+  if (!value) return null;
+  if (/^\d+(\.\d+)?$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/** Reads at most 16 KiB of an error body and pulls out the server's message. */
+async function errorDetail(response: Response): Promise<string> {
+  let text = "";
+  try {
+    text = (await response.text()).slice(0, 16 * 1024);
+  } catch {
+    return "";
+  }
+  try {
+    const parsed = JSON.parse(text);
+    const message = parsed?.error?.message ?? parsed?.message ?? parsed?.error;
+    if (typeof message === "string") return message;
+  } catch {
+    // Not JSON: show the text itself.
+  }
+  return text.trim().slice(0, 500);
+}
+
+/**
+ * Sends `post` and returns the successful (2xx) response with its body unread.
+ * Throws `ProviderError` (`provider.auth` on 401/403 without retrying, `provider.http` on other
+ * 4xx, `provider.unavailable` when retries run out) or the signal's reason when aborted.
+ */
+export async function postJson(
+  post: JsonPost,
+  signal: AbortSignal | undefined,
+  policy: Readonly<RetryPolicy> = DEFAULT_RETRY_POLICY,
+  deps: HttpDependencies = {},
+): Promise<Response> {
+  const doFetch = deps.fetch ?? fetch;
+  const sleep = deps.sleep ?? abortableSleep;
+  const random = deps.random ?? Math.random;
+  const body = JSON.stringify(post.body);
+  let lastProblem = "";
+  for (let attempt = 1;; attempt++) {
+    signal?.throwIfAborted();
+    let response: Response | undefined;
+    let waitMs: number | null = null;
+    try {
+      response = await doFetch(post.url, {
+        method: "POST",
+        headers: post.headers,
+        body,
+        signal,
+      });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      lastProblem = `cannot reach ${post.url}: ${error instanceof Error ? error.message : error}`;
+    }
+    if (response !== undefined) {
+      if (response.ok) return response;
+      const detail = await errorDetail(response);
+      const status = response.status;
+      if (status === 401 || status === 403) {
+        throw new ProviderError(
+          "provider.auth",
+          post.provider,
+          `the server refused the API key (HTTP ${status}${detail ? `: ${detail}` : ""}); ` +
+            "check the key in the environment variable named by api_key_env",
+          { status },
+        );
+      }
+      if (!isRetryableStatus(status)) {
+        throw new ProviderError(
+          "provider.http",
+          post.provider,
+          `HTTP ${status} from ${post.url}${detail ? `: ${detail}` : ""}`,
+          { status },
+        );
+      }
+      lastProblem = `HTTP ${status}${detail ? `: ${detail}` : ""}`;
+      waitMs = retryAfterMs(response.headers);
+      if (waitMs !== null && waitMs > policy.maxDelayMs) {
+        throw new ProviderError(
+          "provider.unavailable",
+          post.provider,
+          `${lastProblem}; the server asked to wait ${Math.ceil(waitMs / 1000)} s, longer than ` +
+            `the ${policy.maxDelayMs / 1000} s Coop waits`,
+          { status },
+        );
+      }
+    }
+    if (attempt >= policy.maxAttempts) {
+      throw new ProviderError(
+        "provider.unavailable",
+        post.provider,
+        `gave up after ${attempt} attempt${attempt === 1 ? "" : "s"}: ${lastProblem}`,
+      );
+    }
+    const backoff = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+    // Full backoff from retry-after when given; otherwise half fixed, half random (jitter).
+    const delay = waitMs ?? backoff * (0.5 + 0.5 * random());
+    log.warn("provider.retry {provider} attempt {attempt}: {problem}; waiting {delayMs} ms", {
+      provider: post.provider,
+      attempt,
+      problem: lastProblem,
+      delayMs: Math.round(delay),
+    });
+    await sleep(delay, signal);
+  }
+}

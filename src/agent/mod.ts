@@ -1,0 +1,13 @@
+/**
+ * The agent runtime: LLM providers and the agent loop.
+ * @module
+ */
+export * from "./agent_loop.ts";
+export * from "./anthropic.ts";
+export * from "./http_retry.ts";
+export * from "./openai.ts";
+export * from "./provider.ts";
+export * from "./provider_error.ts";
+export * from "./provider_registry.ts";
+export * from "./sse.ts";
+export * from "./system_prompt.ts";

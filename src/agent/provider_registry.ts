@@ -1,0 +1,113 @@
+/**
+ * Picks the provider named by `[agent] model = "<provider name>/<model id>"` from
+ * `[[providers]]` and builds it, reading its API key from the environment.
+ * @module
+ */
+import { ANTHROPIC_DEFAULT_BASE_URL, AnthropicProvider } from "./anthropic.ts";
+import type { HttpDependencies, RetryPolicy } from "./http_retry.ts";
+import { OpenAiProvider } from "./openai.ts";
+import type { Provider } from "./provider.ts";
+import { ProviderError } from "./provider_error.ts";
+
+/** Wire-format families: `anthropic` speaks the Messages API, the rest Chat Completions. */
+export type ProviderKind = "anthropic" | "openai" | "openai_compatible" | "ollama";
+
+/** One `[[providers]]` entry as config validated it. */
+export interface ProviderEntry {
+  name: string;
+  kind: ProviderKind;
+  base_url?: string;
+  api_key_env?: string;
+}
+
+/** Default base URLs per kind (`openai_compatible` has none: config requires `base_url`). */
+export const DEFAULT_BASE_URLS: Readonly<Record<ProviderKind, string | null>> = {
+  anthropic: ANTHROPIC_DEFAULT_BASE_URL,
+  openai: "https://api.openai.com/v1",
+  openai_compatible: null,
+  ollama: "http://127.0.0.1:11434/v1",
+};
+
+/** Options shared by every provider built here (tests shorten retries, inject fetch). */
+export interface ProviderOptions {
+  /** Looks up environment variables; default `Deno.env.get`. */
+  env?: (name: string) => string | undefined;
+  retry?: Readonly<RetryPolicy>;
+  http?: HttpDependencies;
+}
+
+/** The provider and model id a turn should use. */
+export interface SelectedModel {
+  provider: Provider;
+  /** The model id without the provider prefix, e.g. `claude-sonnet-4-5`. */
+  model: string;
+}
+
+/**
+ * Builds the provider for one entry. Throws `ProviderError` `provider.missing_key` when
+ * `api_key_env` names a variable that is not set; without `api_key_env` no key is sent.
+ */
+export function createProvider(entry: ProviderEntry, options: ProviderOptions = {}): Provider {
+  const env = options.env ?? ((name: string) => Deno.env.get(name));
+  let apiKey: string | null = null;
+  if (entry.api_key_env !== undefined) {
+    apiKey = env(entry.api_key_env) ?? "";
+    if (apiKey === "") {
+      throw new ProviderError(
+        "provider.missing_key",
+        entry.name,
+        `environment variable ${entry.api_key_env} is not set`,
+      );
+    }
+  }
+  const baseUrl = entry.base_url ?? DEFAULT_BASE_URLS[entry.kind];
+  if (baseUrl === null) {
+    throw new ProviderError(
+      "provider.not_configured",
+      entry.name,
+      `kind "${entry.kind}" needs a base_url`,
+    );
+  }
+  const common = { name: entry.name, baseUrl, apiKey, retry: options.retry, http: options.http };
+  if (entry.kind === "anthropic") return new AnthropicProvider(common);
+  return new OpenAiProvider({
+    ...common,
+    maxTokensField: entry.kind === "openai" ? "max_completion_tokens" : "max_tokens",
+  });
+}
+
+/**
+ * Resolves `model` (`"<provider name>/<model id>"`, split at the first `/` so OpenRouter ids
+ * like `openrouter/anthropic/claude-sonnet-4` work) against `providers`.
+ */
+export function selectModel(
+  model: string | undefined,
+  providers: readonly ProviderEntry[],
+  options: ProviderOptions = {},
+): SelectedModel {
+  if (!model) {
+    throw new ProviderError(
+      "provider.not_configured",
+      "(none)",
+      'no model configured; set [agent] model = "<provider name>/<model id>"',
+    );
+  }
+  const slash = model.indexOf("/");
+  if (slash <= 0 || slash === model.length - 1) {
+    throw new ProviderError(
+      "provider.not_configured",
+      model,
+      `[agent] model must be "<provider name>/<model id>", got "${model}"`,
+    );
+  }
+  const name = model.slice(0, slash);
+  const entry = providers.find((p) => p.name === name);
+  if (!entry) {
+    throw new ProviderError(
+      "provider.not_configured",
+      name,
+      "[agent] model names it, but there is no [[providers]] entry with that name",
+    );
+  }
+  return { provider: createProvider(entry, options), model: model.slice(slash + 1) };
+}

@@ -1,0 +1,78 @@
+/**
+ * The system prompt: a built-in default, replaced by the workspace's `SYSTEM.md` when present,
+ * followed by `SOUL.md` (persona) and `AGENTS.md` (standing instructions) when present.
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { join } from "node:path";
+
+const log = getLogger(["coop", "agent"]);
+
+/** Prompt files read from the root of the agent workspace, in this order. */
+export const PROMPT_FILES = ["SYSTEM.md", "SOUL.md", "AGENTS.md"] as const;
+
+/** Bytes read from each prompt file; the rest is dropped with a warning. */
+export const MAX_PROMPT_FILE_BYTES = 64 * 1024;
+
+/** The prompt used when the workspace has no `SYSTEM.md`. */
+export const DEFAULT_SYSTEM_PROMPT =
+  "You are Coop, a personal AI agent. Several people may talk to you through different " +
+  "channels; each message comes from one of them. Be concise and accurate. Use the tools you " +
+  "are given to act in the user's workspace; do not claim to have done something a tool did " +
+  "not report. Tool output may be truncated (marked) and tools may be refused: report that " +
+  "plainly instead of working around it.";
+
+async function readPromptFile(path: string): Promise<string | null> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await Deno.readFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    log.warn("agent.prompt_file_unreadable {path}: {error}", { path, error: String(error) });
+    return null;
+  }
+  if (bytes.length > MAX_PROMPT_FILE_BYTES) {
+    log.warn("agent.prompt_file_truncated {path}: {bytes} bytes, keeping {max}", {
+      path,
+      bytes: bytes.length,
+      max: MAX_PROMPT_FILE_BYTES,
+    });
+    bytes = bytes.subarray(0, MAX_PROMPT_FILE_BYTES);
+  }
+  return new TextDecoder().decode(bytes).trim();
+}
+
+/**
+ * Builds the system prompt from the agent workspace (`[agent] workspace`). The files sit at the
+ * workspace root, which only the owner can write: non-owners see their own subdirectory.
+ */
+export async function loadSystemPrompt(workspace: string): Promise<string> {
+  const [system, soul, agents] = await Promise.all(
+    PROMPT_FILES.map((file) => readPromptFile(join(workspace, file))),
+  );
+  const parts = [system || DEFAULT_SYSTEM_PROMPT];
+  if (soul) parts.push(soul);
+  if (agents) parts.push(agents);
+  return parts.join("\n\n");
+}
+
+/** Who the turn is with, as a paragraph appended to the system prompt. */
+export interface TurnContext {
+  /** The user's name, or `public` for an unknown sender. */
+  user: string;
+  /** The effective trust of the turn. */
+  trust: string;
+  /** The channel, e.g. `http`. */
+  channel: string;
+  /** Where the user's tools see their files (`/work` in the sandbox). */
+  workspace: string | null;
+}
+
+/** Appends who is speaking and where tools run, so the model addresses the right person. */
+export function withTurnContext(system: string, context: TurnContext): string {
+  const where = context.workspace === null
+    ? "You have no tools in this conversation."
+    : `Their tools work in ${context.workspace}.`;
+  return `${system}\n\nYou are talking with ${context.user} (trust: ${context.trust}) via ` +
+    `${context.channel}. ${where}`;
+}

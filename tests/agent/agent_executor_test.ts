@@ -1,0 +1,184 @@
+/**
+ * runTurn with the real SandboxExecutor (fake sandbox runner, real host runner) and a real
+ * provider speaking to a scripted loopback server.
+ */
+import { join } from "node:path";
+import { runTurn } from "../../src/agent/agent_loop.ts";
+import { createProvider } from "../../src/agent/provider_registry.ts";
+import type { CommandResult } from "../../src/core/tool_contract.ts";
+import { allowedTools, executorTool } from "../../src/gateway/agent_tools.ts";
+import type { Principal } from "../../src/gateway/authorization.ts";
+import { parseConfig } from "../../src/gateway/config.ts";
+import { SandboxExecutor } from "../../src/gateway/sandbox_executor.ts";
+import type { ExecOptions } from "../../src/sandbox/mod.ts";
+import { assert, assertEquals } from "../assert.ts";
+import { withScriptedServer } from "./scripted_server.ts";
+import { WIRE_FORMATS } from "./wire_formats.ts";
+
+const CONFIG = `
+[agent]
+workspace = "ws"
+[[users]]
+name = "alice"
+trust = "owner"
+[[users]]
+name = "bob"
+trust = "full"
+[[users]]
+name = "carol"
+trust = "familiar"
+`;
+
+const SANDBOXED_ID: CommandResult = {
+  exitCode: 0,
+  signal: null,
+  timedOut: false,
+  stdout: "cat: can't open '/etc/shadow': No such file or directory\nuid=0(root) gid=0(root)\n",
+  stderr: "",
+  truncated: false,
+  durationMs: 3,
+};
+
+const situation = { channel: "http", ceiling: null, contributors: [], sandboxEnabled: true };
+
+async function withExecutor(
+  fn: (executor: SandboxExecutor, sandboxCalls: Array<[string[], ExecOptions]>) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-agent-" }));
+  const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
+  const sandboxCalls: Array<[string[], ExecOptions]> = [];
+  const executor = new SandboxExecutor(config, {
+    env: { PATH: "/usr/bin:/bin" },
+    sandbox: (_policy, argv, options) => {
+      sandboxCalls.push([argv, options]);
+      return Promise.resolve(SANDBOXED_ID);
+    },
+  });
+  try {
+    await fn(executor, sandboxCalls);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const allTools = () => allowedTools({ name: "x", trust: "owner" }, situation);
+
+for (const format of WIRE_FORMATS) {
+  Deno.test(`${format.kind}: bob's bash runs in the sandbox and its output goes back`, async () => {
+    const command = "cat /etc/shadow; ls /home; id";
+    const script = [
+      format.toolCall("call_7", "bash", [
+        JSON.stringify({ command }).slice(0, 9),
+        JSON.stringify({ command }).slice(9),
+      ]),
+      format.text(["No shadow file; I am root only inside the sandbox."]),
+    ];
+    await withScriptedServer(script, async (server) => {
+      await withExecutor(async (executor, sandboxCalls) => {
+        const bob: Principal = { name: "bob", trust: "full" };
+        const result = await runTurn({
+          provider: createProvider({
+            name: "p",
+            kind: format.kind,
+            base_url: format.baseUrl(server.url),
+          }),
+          model: "m",
+          system: "sys",
+          history: [],
+          userText: "who are you?",
+          tools: allowedTools(bob, situation),
+          executeTool: executorTool(executor, { principal: bob, situation }),
+          maxIterations: 5,
+        });
+        assertEquals(sandboxCalls.length, 1);
+        assertEquals(sandboxCalls[0][0], ["sh", "-c", command]);
+        assert(sandboxCalls[0][1].signal instanceof AbortSignal, "the turn's signal reaches exec");
+        const expected = SANDBOXED_ID.stdout.replace(/\n$/, "") + "\n[exit code 0]";
+        assertEquals(
+          format.messages(server.requests[1].body).at(-1),
+          format.wireToolResult("call_7", expected, false),
+        );
+        assertEquals(result.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+      });
+    });
+  });
+}
+
+Deno.test("tools offered follow authorize(): public none, familiar no bash, owner on host", () => {
+  const names = (trust: Principal["trust"]) =>
+    allowedTools({ name: "u", trust }, situation).map((t) => `${t.name}${t.sandboxed ? "🔒" : ""}`);
+  assertEquals(names("public"), []);
+  assertEquals(names("familiar"), ["read_file🔒"]);
+  assertEquals(names("inner"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
+  assertEquals(names("full"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
+  assertEquals(names("owner"), ["bash", "read_file", "write_file", "edit_file"]);
+  const inGroup = allowedTools({ name: "alice", trust: "owner" }, {
+    ...situation,
+    ceiling: "familiar",
+  });
+  assertEquals(inGroup.map((t) => t.name), ["read_file"]);
+  assertEquals(allTools()[0].parameters.$schema, undefined);
+  assertEquals(allTools()[0].parameters.type, "object");
+});
+
+Deno.test("carol (familiar) is offered no bash, and a bash call anyway never runs", async () => {
+  const format = WIRE_FORMATS[0];
+  const script = [
+    format.toolCall("t1", "bash", ['{"command":"id"}']),
+    format.text(["I cannot run commands for you."]),
+  ];
+  await withScriptedServer(script, async (server) => {
+    await withExecutor(async (executor, sandboxCalls) => {
+      const carol: Principal = { name: "carol", trust: "familiar" };
+      const result = await runTurn({
+        provider: createProvider({ name: "p", kind: format.kind, base_url: server.url }),
+        model: "m",
+        system: "sys",
+        history: [],
+        userText: "run id",
+        tools: allowedTools(carol, situation),
+        executeTool: executorTool(executor, { principal: carol, situation }),
+        maxIterations: 5,
+      });
+      assertEquals(format.toolNames(server.requests[0].body), ["read_file"]);
+      assertEquals(sandboxCalls.length, 0);
+      assertEquals(result.tools, [{ name: "bash", sandboxed: false, exitCode: null }]);
+    });
+  });
+});
+
+Deno.test("cancelling the owner's turn kills the host command", async () => {
+  const format = WIRE_FORMATS[1];
+  const script = [format.toolCall("t1", "bash", ['{"command":"sleep 30"}'])];
+  await withScriptedServer(script, async (server) => {
+    await withExecutor(async (executor) => {
+      const alice: Principal = { name: "alice", trust: "owner" };
+      const controller = new AbortController();
+      const started = performance.now();
+      const result = await runTurn({
+        provider: createProvider({
+          name: "p",
+          kind: format.kind,
+          base_url: format.baseUrl(server.url),
+        }),
+        model: "m",
+        system: "sys",
+        history: [],
+        userText: "wait",
+        tools: allowedTools(alice, { ...situation, channel: "terminal" }),
+        executeTool: executorTool(executor, {
+          principal: alice,
+          situation: { ...situation, channel: "terminal" },
+        }),
+        maxIterations: 5,
+        signal: controller.signal,
+        onEvent: (e) => {
+          if (e.type === "tool_start") setTimeout(() => controller.abort(), 100);
+        },
+      });
+      assert(performance.now() - started < 10_000, "sleep 30 was killed");
+      assertEquals(result.stopReason, "cancelled");
+      assertEquals(result.tools, [{ name: "bash", sandboxed: false, exitCode: 137 }]);
+    });
+  });
+});

@@ -1,0 +1,80 @@
+import { selectModel } from "../../src/agent/provider_registry.ts";
+import { ProviderError } from "../../src/agent/provider_error.ts";
+import { parseConfig } from "../../src/gateway/config.ts";
+import { checkConfig } from "../../src/gateway/config_check.ts";
+import { ConfigError } from "../../src/gateway/config_diagnostic.ts";
+import { assert, assertEquals, assertMatch, assertThrows } from "../assert.ts";
+
+const parse = (text: string) => parseConfig(text, "/etc/coop/coop.toml", "/srv");
+const problems = (text: string) =>
+  checkConfig(parse(text), () => "set").filter((d) => d.code !== "config.no_owner").map((d) =>
+    `${d.severity} ${d.path}: ${d.message}`
+  );
+
+Deno.test("[[providers]] kind, with type accepted as its older name", () => {
+  const config = parse(
+    '[[providers]]\nname = "a"\nkind = "anthropic"\n[[providers]]\nname = "o"\ntype = "ollama"\n',
+  );
+  assertEquals(config.providers.map((p) => [p.name, p.kind]), [["a", "anthropic"], [
+    "o",
+    "ollama",
+  ]]);
+  assertEquals(config.agent.maxIterations, 25);
+  assertEquals(config.agent.maxTokens, 8192);
+});
+
+Deno.test("provider config mistakes name the key", () => {
+  const cases: Array<[string, RegExp]> = [
+    ['[[providers]]\nname = "a"\n', /providers\[0\]\.kind: is required/],
+    [
+      '[[providers]]\nname = "a"\nkind = "openai"\ntype = "anthropic"\n',
+      /providers\[0\]\.type: contradicts kind/,
+    ],
+    [
+      '[[providers]]\nname = "c"\nkind = "openai_compatible"\n',
+      /providers\[0\]\.base_url: is required for kind "openai_compatible"/,
+    ],
+    ['[[providers]]\nname = "a/b"\nkind = "ollama"\n', /providers\[0\]\.name: must be letters/],
+    ["[agent]\nmax_iterations = 0\n", /agent\.max_iterations/],
+  ];
+  for (const [text, pattern] of cases) {
+    const error = assertThrows(() => parse(text), ConfigError);
+    assertMatch(error.message, pattern);
+  }
+});
+
+Deno.test("coop check: agent.model must name a configured provider", () => {
+  const providers = '[[providers]]\nname = "local"\nkind = "ollama"\n';
+  assertEquals(problems(`[agent]\nmodel = "local/qwen3:8b"\n${providers}`), []);
+  assertEquals(problems(`[agent]\nmodel = "qwen3"\n${providers}`), [
+    'error agent.model: "qwen3" must be "<provider name>/<model id>", e.g. "anthropic/claude-sonnet-4-5"',
+  ]);
+  assertEquals(problems(`[agent]\nmodel = "cloud/x"\n${providers}`), [
+    'error agent.model: no [[providers]] entry named "cloud" (configured: "local")',
+  ]);
+  const twice = problems(providers + providers);
+  assertEquals(twice, [
+    'error providers[1].name: provider "local" is already defined at providers[0]',
+  ]);
+  assertEquals(problems('[[providers]]\nname = "a"\nkind = "anthropic"\n'), [
+    "warning providers[0]: no api_key_env: requests to the hosted anthropic API carry no key and will be refused (401)",
+  ]);
+});
+
+Deno.test("selectModel splits at the first slash, so OpenRouter model ids keep theirs", () => {
+  const entries = [{
+    name: "openrouter",
+    kind: "openai_compatible" as const,
+    base_url: "https://openrouter.ai/api/v1",
+  }];
+  const selected = selectModel("openrouter/anthropic/claude-sonnet-4", entries);
+  assertEquals(selected.model, "anthropic/claude-sonnet-4");
+  assertEquals(selected.provider.name, "openrouter");
+  const error = assertThrows(() => selectModel("nope/x", entries), ProviderError);
+  assertEquals(error.code, "provider.not_configured");
+  assert(error.message.includes('"nope"'));
+  assertEquals(
+    assertThrows(() => selectModel(undefined, entries), ProviderError).code,
+    "provider.not_configured",
+  );
+});
