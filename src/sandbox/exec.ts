@@ -9,7 +9,8 @@ import { captureOutput } from "./output_capture.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
-import { spawnSandboxed } from "./spawn.ts";
+import type { ProxyDenial } from "./proxy/policy_proxy.ts";
+import { type ProxyTestHooks, spawnSandboxed } from "./spawn.ts";
 
 const log = getLogger(["coop", "sandbox"]);
 
@@ -32,6 +33,8 @@ export interface ExecOptions {
   failAt?: StepName;
   /** The caller runs into limits on purpose (a probe): violations are logged at debug level. */
   expectViolations?: boolean;
+  /** Test hooks of network "proxy" (resolver, private addresses); production never sets them. */
+  proxy?: ProxyTestHooks;
 }
 
 /** The outcome of a sandboxed command. */
@@ -59,6 +62,8 @@ export interface ExecResult {
   pidsLimitHit: boolean | null;
   /** The resource limits applied, and by which path (`cgroup-v1`, `rlimit`, …). */
   limits: AppliedLimits;
+  /** Requests the policy proxy refused, in order (network "proxy"; empty otherwise). */
+  proxyDenials: ProxyDenial[];
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -116,6 +121,7 @@ export async function exec(
     stdin: options.stdin !== undefined,
     failAt: options.failAt,
     timeoutMs,
+    proxy: options.proxy,
   });
   if (child.stdin && options.stdin !== undefined) child.stdin.end(options.stdin);
   const stdout = captureOutput(child.lib, child.stdout, child.fds.stdout, limit);
@@ -140,6 +146,7 @@ export async function exec(
     oomKilled: status.oomKilled,
     pidsLimitHit: status.pidsLimitHit,
     limits: status.limits,
+    proxyDenials: status.proxyDenials,
   };
   logViolations(argv[0], result, options.expectViolations);
   log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
@@ -149,6 +156,7 @@ export async function exec(
     timedOut: result.timedOut,
     oomKilled: result.oomKilled,
     pidsLimitHit: result.pidsLimitHit,
+    proxyDenials: result.proxyDenials.length,
     limitsPath: result.limits.path,
     truncated: result.truncated,
     durationMs: result.durationMs,
