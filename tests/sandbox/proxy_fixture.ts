@@ -14,7 +14,8 @@ export function echoServer(): { port: number; close(): Promise<void> } {
   return { port: server.addr.port, close: () => server.shutdown() };
 }
 
-/** A TCP server on 127.0.0.1 that keeps every byte it receives and answers `tcp-ok\n`. */
+/** A TCP server on 127.0.0.1 that keeps every byte it receives and answers `tcp-ok\n` to the
+ * first chunk of each connection. */
 export function recordingTcpServer(): { port: number; received: () => string; close(): void } {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   let received = "";
@@ -25,11 +26,13 @@ export function recordingTcpServer(): { port: number; received: () => string; cl
       (async () => {
         const buf = new Uint8Array(4096);
         try {
-          await conn.write(new TextEncoder().encode("tcp-ok\n"));
+          let answered = false;
           for (;;) {
             const n = await conn.read(buf);
             if (n === null) break;
             received += new TextDecoder().decode(buf.subarray(0, n));
+            if (!answered) await conn.write(new TextEncoder().encode("tcp-ok\n"));
+            answered = true;
           }
         } catch {
           // closed

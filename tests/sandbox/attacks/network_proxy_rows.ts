@@ -157,7 +157,13 @@ port = int(sys.argv[1])
 cred = os.environ["HTTP_PROXY"].split("//")[1].split("@")[0]
 auth = "Proxy-Authorization: Basic " + base64.b64encode(cred.encode()).decode() + "\\r\\n"
 def status(s):
-    return s.recv(4096).decode().split("\\r\\n")[0]
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        chunk = s.recv(1)
+        if not chunk:
+            break
+        head += chunk
+    return head.decode().split("\\r\\n")[0]
 # A CONNECT nested in an allowed tunnel reaches only the allowed upstream.
 s = socket.create_connection(("127.0.0.1", 3128))
 s.sendall(("CONNECT allowed.test:%d HTTP/1.1\\r\\n" % port + auth + "\\r\\n").encode())
