@@ -7,11 +7,12 @@
  * forked after coop_drop_privileges), outside the command's Landlock domain — which is why the
  * command can neither signal nor ptrace it — and dies with the pid namespace.
  *
- * Each connection gets two processes, one per direction, each a blocking read/write loop: no
+ * Each connection gets two processes, one per direction, each a blocking splice loop: no
  * buffering logic, and no deadlock when both peers write at once. */
 #include "init.h"
 
 #include <linux/errno.h>
+#include <linux/fcntl.h>
 #include <linux/signal.h>
 
 #define COOP_AF_UNIX 1
@@ -21,9 +22,10 @@
 #define COOP_SOL_SOCKET 1
 #define COOP_SO_REUSEADDR 2
 #define COOP_SHUT_WR 1
-#define COOP_MSG_NOSIGNAL 0x4000
+#define COOP_SPLICE_F_MOVE 1
+#define COOP_F_SETPIPE_SZ 1031
+#define COOP_PIPE_SIZE (1 << 20)
 #define COOP_SA_NOCLDWAIT 2
-#define COOP_BUF (64 * 1024)
 
 /* sockaddr_un and sockaddr_in as the kernel lays them out (<linux/in.h> wants libc's). */
 struct coop_sockaddr_un {
@@ -44,18 +46,21 @@ struct coop_sigaction {
   unsigned long mask;
 };
 
-/* Copies from -> to until EOF or an error, then half-closes `to` so the peer sees EOF too. */
+/* Moves from -> to until EOF or an error, then half-closes `to` so the peer sees EOF too.
+ * splice through a pipe: the bytes never enter this process. */
 __attribute__((noreturn)) static void relay(int from, int to) {
-  static char buf[COOP_BUF];
+  int pipe[2];
+  if (SYS2(__NR_pipe2, pipe, O_CLOEXEC) < 0) coop_exit(1);
+  SYS3(__NR_fcntl, pipe[1], COOP_F_SETPIPE_SZ, COOP_PIPE_SIZE); /* best effort */
   for (;;) {
-    long n = SYS3(__NR_read, from, buf, sizeof buf);
+    long n = SYS6(__NR_splice, from, 0, pipe[1], 0, COOP_PIPE_SIZE, COOP_SPLICE_F_MOVE);
     if (n == -EINTR) continue;
     if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      long w = SYS6(__NR_sendto, to, buf + off, n - off, COOP_MSG_NOSIGNAL, 0, 0);
+    while (n > 0) {
+      long w = SYS6(__NR_splice, pipe[0], 0, to, 0, n, COOP_SPLICE_F_MOVE);
       if (w == -EINTR) continue;
-      if (w <= 0) coop_exit(0);
-      off += w;
+      if (w <= 0) coop_exit(0); /* the peer is gone (EPIPE: SIGPIPE is blocked here) */
+      n -= w;
     }
   }
   SYS2(__NR_shutdown, to, COOP_SHUT_WR);

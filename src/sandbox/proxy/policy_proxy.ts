@@ -185,7 +185,7 @@ async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
 
 /** Copies `from` to `to` until EOF, then half-closes `to`. */
 async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  const buffer = new Uint8Array(256 * 1024);
+  const buffer = new Uint8Array(1024 * 1024);
   try {
     for (;;) {
       const n = await from.read(buffer);
