@@ -13,6 +13,12 @@
 #define COOP_FD_WORKSPACE 6 /* the idmapped workspace mount, when one came with the go byte */
 #define COOP_FD_FIRST_FREE 7
 
+/* Network "proxy": the init listens on 127.0.0.1:COOP_PROXY_PORT inside the sandbox and
+ * forwards every connection to the gateway's policy proxy, whose unix socket the spec binds at
+ * COOP_PROXY_SOCKET. The command may connect to that port and nowhere else (Landlock). */
+#define COOP_PROXY_PORT 3128
+#define COOP_PROXY_SOCKET "/run/coop/proxy.sock"
+
 /* A record on the report pipe: three native-endian int32. */
 struct coop_record {
   int kind;
@@ -56,6 +62,7 @@ struct coop_record {
 #define COOP_STEP_FORK 28
 #define COOP_STEP_LOOPBACK 29
 #define COOP_STEP_CGROUP 30 /* the gateway places the init in its cgroups (ffi/cgroup.c) */
+#define COOP_STEP_PROXY_FORWARDER 31 /* network "proxy": the 127.0.0.1 listener inside */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"
@@ -68,7 +75,7 @@ struct coop_record {
 #define COOP_TAG_FILE 'f'     /* sandbox path, content */
 #define COOP_TAG_DIR 'd'      /* sandbox path */
 #define COOP_TAG_TMP_SIZE 't' /* bytes, decimal */
-#define COOP_TAG_NET 'n'      /* "none" or "host" */
+#define COOP_TAG_NET 'n'      /* "none", "host" or "proxy" */
 #define COOP_TAG_CWD 'c'      /* sandbox path */
 #define COOP_TAG_RLIMIT 'R'   /* resource number, value (soft = hard), both decimal */
 #define COOP_TAG_FAIL_AT 'x'  /* step number: fail there on purpose (tests of error paths) */

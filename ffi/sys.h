@@ -47,5 +47,7 @@ static inline long coop_sys6(long n, long a, long b, long c, long d, long e, lon
 #define SYS4(n, a, b, c, d) coop_sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 #define SYS5(n, a, b, c, d, e) \
   coop_sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+#define SYS6(n, a, b, c, d, e, f) \
+  coop_sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
 #endif

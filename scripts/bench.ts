@@ -234,4 +234,11 @@ if (import.meta.main) {
     stderr: "inherit",
   }).output();
   if (!hardening.success) console.log("hardening cost: the comparison failed (see above)");
+  console.log();
+  const proxy = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--quiet", new URL("./bench_proxy.ts", import.meta.url).pathname],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!proxy.success) console.log("proxy cost: the comparison failed (see above)");
 }

@@ -80,6 +80,9 @@ void coop_loopback_up(void);
 void coop_drop_privileges(void);
 __attribute__((noreturn)) void coop_exec_command(const struct coop_spec *spec);
 
+/* forwarder.c: listens on 127.0.0.1:COOP_PROXY_PORT and forks the relay to the proxy. */
+void coop_start_proxy_forwarder(void);
+
 /* landlock.c: returns the Landlock ABI in force, 0 when the kernel has none. */
 int coop_apply_landlock(const struct coop_spec *spec);
 

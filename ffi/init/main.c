@@ -119,7 +119,7 @@ void coop_init_main(void) {
   coop_read_spec(&spec);
 
   coop_build_root(&spec);
-  if (coop_streq(spec.net, "none")) {
+  if (!coop_streq(spec.net, "host")) {
     coop_step(&spec, COOP_STEP_LOOPBACK);
     coop_loopback_up();
   }
@@ -134,6 +134,13 @@ void coop_init_main(void) {
 
   coop_step(&spec, COOP_STEP_DROP_CAPABILITIES);
   coop_drop_privileges();
+
+  /* The forwarder starts without capabilities but before Landlock and seccomp: it must
+   * connect to the proxy's unix socket, and stays outside the command's Landlock domain. */
+  if (coop_streq(spec.net, "proxy")) {
+    coop_step(&spec, COOP_STEP_PROXY_FORWARDER);
+    coop_start_proxy_forwarder();
+  }
 
   /* Landlock before seccomp: the filter doesn't deny the landlock_* calls, but installing
    * it last means nothing after it is left for the init to need. */

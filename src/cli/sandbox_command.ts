@@ -118,13 +118,6 @@ const EXEC_OPTIONS = {
   pids: { type: "string" },
 } as const;
 
-function notYet(flag: string): never {
-  throw new UsageError(
-    `${flag} is not supported yet: the proxy network mode is not implemented in this ` +
-      "version, and Coop does not accept a restriction it would not enforce",
-  );
-}
-
 /**
  * Parses `--memory SIZE` (`256m`, `1g`, bytes) and `--pids N` into policy fields; the policy
  * itself checks the ranges.
@@ -159,12 +152,11 @@ async function execCommand(args: string[]): Promise<number> {
   });
   if (positionals.length === 0) throw new UsageError("sandbox exec needs a command after --");
   const limits = parseLimitFlags(values.memory, values.pids);
-  if (values["allow-domain"]) notYet("--allow-domain");
   const network = values.network ?? "none";
-  if (network === "proxy") notYet("--network proxy");
   if (!(NETWORK_MODES as readonly string[]).includes(network)) {
-    throw new UsageError(`--network must be one of none, host (got "${network}")`);
+    throw new UsageError(`--network must be one of ${NETWORK_MODES.join(", ")} (got "${network}")`);
   }
+  const allowDomains = values["allow-domain"] ?? [];
   const timeoutMs = parseDuration(values.timeout ?? DEFAULT_TIMEOUT);
   if (timeoutMs === undefined) {
     throw new UsageError(
@@ -175,7 +167,12 @@ async function execCommand(args: string[]): Promise<number> {
   const workspace = ownWorkspace
     ? await Deno.makeTempDir({ prefix: "coop-ws-" })
     : userPath(values.workspace!);
-  const policy: SandboxPolicyInput = { workspace, network: network as NetworkMode, ...limits };
+  const policy: SandboxPolicyInput = {
+    workspace,
+    network: network as NetworkMode,
+    ...(allowDomains.length ? { allowDomains } : {}),
+    ...limits,
+  };
   try {
     checkFlags(policy);
     if (values.json) {
@@ -193,7 +190,11 @@ async function execCommand(args: string[]): Promise<number> {
   }
 }
 
-const FLAG_OF_FIELD: Record<string, string> = { memoryBytes: "--memory", pidsLimit: "--pids" };
+const FLAG_OF_FIELD: Record<string, string> = {
+  memoryBytes: "--memory",
+  pidsLimit: "--pids",
+  allowDomains: "--allow-domain",
+};
 
 /** A limit out of range is a usage mistake (exit 2), named by its flag. */
 function checkFlags(policy: SandboxPolicyInput): void {
@@ -202,7 +203,7 @@ function checkFlags(policy: SandboxPolicyInput): void {
   } catch (error) {
     if (!(error instanceof SandboxPolicyError)) throw error;
     const message = error.message.replace(
-      /^invalid sandbox policy: (\w+):/,
+      /^invalid sandbox policy: (\w+)(\.\d+)?:/,
       (_, field) => `${FLAG_OF_FIELD[field] ?? field}:`,
     );
     throw new UsageError(message);
@@ -220,6 +221,9 @@ function violationNotes(status: SandboxStatus): string {
   if (status.pidsLimitHit) {
     text += `coop: process limit reached: a fork failed at ${status.limits.pids?.max} ` +
       `processes (${status.limits.path})\n`;
+  }
+  for (const d of status.proxyDenials) {
+    text += `coop: proxy denied ${d.host}:${d.port}: ${d.reason}\n`;
   }
   return text;
 }

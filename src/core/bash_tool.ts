@@ -25,6 +25,17 @@ export function formatCommandResult(result: CommandResult, timeoutMs: number): s
   if (result.stderr) sections.push(`[stderr]\n${result.stderr.replace(/\n$/, "")}`);
   if (result.timedOut) sections.push(`[timed out after ${timeoutMs / 1000} s]`);
   else if (result.signal) sections.push(`[killed by ${result.signal}]`);
+  // curl and most clients drop the body of a refused CONNECT: say it here, once per target.
+  const seen = new Set<string>();
+  for (const d of result.proxyDenials ?? []) {
+    const target = `${d.host}:${d.port}`;
+    if (seen.has(target)) continue;
+    seen.add(target);
+    sections.push(
+      `[blocked by sandbox policy: ${target} ${d.reason}; do not retry via --noproxy, another ` +
+        "resolver or a raw IP: there is no other route out]",
+    );
+  }
   sections.push(`[exit code ${result.exitCode}]`);
   if (result.truncated) sections.push("[output capture limit reached; the rest was dropped]");
   return sections.join("\n");

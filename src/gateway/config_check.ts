@@ -262,13 +262,6 @@ function checkSandbox(config: CoopConfig, out: ConfigDiagnostic[]): void {
           "will refuse to run (fail closed) — see docs/limits.md",
       ));
     }
-    if (table.network === "proxy") {
-      out.push(warning(
-        "config.not_enforced",
-        `${where}.network`,
-        '"proxy" is not implemented yet; sandboxed bash fails until it is',
-      ));
-    }
     const domains = table.allow_domains as readonly string[] | undefined;
     if (domains && domains.length > 0 && table.network !== "proxy" && where === "sandbox") {
       out.push(warning(

@@ -8,8 +8,9 @@ import { parseByteSize } from "./byte_size.ts";
 import { cronScheduleProblem } from "./cron_schedule.ts";
 import { parseDuration } from "./duration.ts";
 import { matchPatternProblem } from "./match_pattern.ts";
+import { parseAllowEntry } from "../sandbox/mod.ts";
 
-/** Network modes config accepts; `proxy` is validated but not implemented by the sandbox yet. */
+/** Network modes config accepts (docs/network.md). */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
 
 /** Provider kinds config accepts: the Anthropic Messages API or an OpenAI-compatible one. */
@@ -29,8 +30,14 @@ export function showValue(value: unknown): string {
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const NAME = /^[a-z][a-z0-9_-]{0,31}$/;
-const DOMAIN =
-  /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i;
+/** An allowlist entry as the proxy parses it (docs/network.md). */
+const allowDomain = z.string().superRefine((entry, ctx) => {
+  try {
+    parseAllowEntry(entry);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+  }
+});
 
 const envName = z.string().regex(ENV_NAME, "must be an environment variable name like MY_VAR");
 const name = z.string().regex(
@@ -62,7 +69,7 @@ const matchPattern = z.string().superRefine((pattern, ctx) => {
 
 const sandboxOverrideShape = {
   network: z.enum(CONFIG_NETWORK_MODES).optional(),
-  allow_domains: z.array(z.string().regex(DOMAIN, "must be HOST or HOST:PORT")).optional(),
+  allow_domains: z.array(allowDomain).optional(),
   memory: byteSize.optional(),
   pids_limit: z.number().int("must be a whole number").positive("must be > 0").optional(),
   cpus: z.number().positive("must be > 0").optional(),

@@ -32,12 +32,7 @@ import { channelSecrets } from "./channel_secrets.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
 import { gatedMemory } from "./memory_access.ts";
 import type { MemoryDatabase } from "./memory_store.ts";
-import {
-  mergeSandboxSettings,
-  type SandboxSettings,
-  toSandboxPolicy,
-  UnsupportedSandboxSettingError,
-} from "./sandbox_settings.ts";
+import { mergeSandboxSettings, type SandboxSettings, toSandboxPolicy } from "./sandbox_settings.ts";
 import { scopeFor } from "./user_scope.ts";
 
 /** Runs a command in a sandbox; the real one is `exec` from the sandbox library. */
@@ -245,15 +240,7 @@ export class SandboxExecutor {
           );
         }
       }
-      let policy: SandboxPolicyInput;
-      try {
-        policy = toSandboxPolicy(settings, workspace);
-      } catch (error) {
-        if (error instanceof UnsupportedSandboxSettingError) {
-          throw new ToolError("tool.sandbox_unsupported", error.message, { cause: error });
-        }
-        throw error;
-      }
+      const policy = toSandboxPolicy(settings, workspace);
       // Once per executor (i.e. at gateway start): a failed self-test refuses every sandboxed
       // command from then on — fail closed, never onto the host.
       this.#gateResult ??= this.#gate();

@@ -13,13 +13,13 @@ export const DEFAULT_MAX_TIMEOUT_MS = 600_000;
 export const DEFAULT_TMP_SIZE_BYTES = 64 * 2 ** 20;
 
 /**
- * The resolved sandbox settings for one principal. `allowDomains` and network `proxy` are kept
- * for when the sandbox implements them; `toSandboxPolicy` maps everything the sandbox enforces.
+ * The resolved sandbox settings for one principal; `toSandboxPolicy` maps them onto the
+ * sandbox's policy.
  */
 export interface SandboxSettings {
-  /** `none`, `host` or `proxy` (proxy is not implemented by the sandbox yet). */
+  /** `none`, `host` or `proxy` (docs/network.md). */
   network: "none" | "host" | "proxy";
-  /** Hosts reachable through the proxy (not enforced yet). */
+  /** `HOST[:PORT]` entries reachable through the proxy (network `proxy` only). */
   allowDomains: readonly string[];
   /** Memory limit in bytes (cgroup v1 as root, else RLIMIT_AS; docs/limits.md). */
   memoryBytes?: number;
@@ -74,28 +74,15 @@ export function mergeSandboxSettings(
   return Object.assign({}, base, ...overrides);
 }
 
-/** Thrown when settings ask for something the sandbox cannot do yet; fail closed. */
-export class UnsupportedSandboxSettingError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UnsupportedSandboxSettingError";
-  }
-}
-
 /**
- * Maps settings onto the sandbox library's policy for `workspace`.
- * Throws when the network mode is `proxy`: the sandbox has no proxy yet, and silently giving
- * the host's network instead would widen access.
+ * Maps settings onto the sandbox library's policy for `workspace`. `allowDomains` is passed
+ * only with network "proxy": elsewhere it has nothing to allow.
  */
 export function toSandboxPolicy(settings: SandboxSettings, workspace: string): SandboxPolicyInput {
-  if (settings.network === "proxy") {
-    throw new UnsupportedSandboxSettingError(
-      'sandbox network "proxy" is not implemented yet; use "none" or "host"',
-    );
-  }
   return {
     workspace,
     network: settings.network,
+    ...(settings.network === "proxy" ? { allowDomains: [...settings.allowDomains] } : {}),
     tmpSizeBytes: settings.tmpSizeBytes,
     envPassthrough: [...settings.envPassthrough],
     ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),

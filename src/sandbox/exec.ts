@@ -9,7 +9,8 @@ import { captureOutput } from "./output_capture.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
-import { spawnSandboxed } from "./spawn.ts";
+import type { ProxyDenial } from "./proxy/policy_proxy.ts";
+import { type ProxyTestHooks, spawnSandboxed } from "./spawn.ts";
 
 const log = getLogger(["coop", "sandbox"]);
 
@@ -34,6 +35,8 @@ export interface ExecOptions {
   expectViolations?: boolean;
   /** Kills the whole sandbox when aborted (the result then reports `SIGKILL`). */
   signal?: AbortSignal;
+  /** Test hooks of network "proxy" (resolver, private addresses); production never sets them. */
+  proxy?: ProxyTestHooks;
 }
 
 /** The outcome of a sandboxed command. */
@@ -61,6 +64,8 @@ export interface ExecResult {
   pidsLimitHit: boolean | null;
   /** The resource limits applied, and by which path (`cgroup-v1`, `rlimit`, …). */
   limits: AppliedLimits;
+  /** Requests the policy proxy refused, in order (network "proxy"; empty otherwise). */
+  proxyDenials: ProxyDenial[];
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -119,6 +124,7 @@ export async function exec(
     stdin: options.stdin !== undefined,
     failAt: options.failAt,
     timeoutMs,
+    proxy: options.proxy,
   });
   const kill = () => child.kill("SIGKILL");
   options.signal?.addEventListener("abort", kill, { once: true });
@@ -151,6 +157,7 @@ export async function exec(
     oomKilled: status.oomKilled,
     pidsLimitHit: status.pidsLimitHit,
     limits: status.limits,
+    proxyDenials: status.proxyDenials,
   };
   logViolations(argv[0], result, options.expectViolations);
   log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
@@ -160,6 +167,7 @@ export async function exec(
     timedOut: result.timedOut,
     oomKilled: result.oomKilled,
     pidsLimitHit: result.pidsLimitHit,
+    proxyDenials: result.proxyDenials.length,
     limitsPath: result.limits.path,
     truncated: result.truncated,
     durationMs: result.durationMs,

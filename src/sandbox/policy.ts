@@ -4,10 +4,15 @@
  */
 import { z } from "zod";
 import { SandboxPolicyError } from "./errors.ts";
+import { parseAllowEntry } from "./proxy/allowlist.ts";
 
 /** Network modes the Linux sandbox implements. */
-export const NETWORK_MODES = ["none", "host"] as const;
-/** `none`: an empty network namespace (only `lo`); `host`: the host's network (owner opt-in). */
+export const NETWORK_MODES = ["none", "host", "proxy"] as const;
+/**
+ * `none`: an empty network namespace (only `lo`); `host`: the host's network (owner opt-in);
+ * `proxy`: an empty network namespace whose only way out is Coop's policy proxy, which allows
+ * the `allowDomains` (docs/network.md).
+ */
 export type NetworkMode = (typeof NETWORK_MODES)[number];
 
 /** Smallest memory limit accepted: below it not even a shell starts. */
@@ -52,8 +57,21 @@ const policySchema = z.strictObject({
   /** Open file descriptors per process (RLIMIT_NOFILE, soft = hard). */
   openFiles: z.number().int("must be a whole number").min(64, "must be at least 64")
     .max(1 << 20, "must be at most 1048576").default(1024),
+  /** `HOST[:PORT]` entries the proxy allows (network "proxy" only); see docs/network.md. */
+  allowDomains: z.array(
+    z.string().superRefine((value, ctx) => {
+      try {
+        parseAllowEntry(value);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+      }
+    }),
+  ).default([]),
   sandboxUid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
   sandboxGid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
+}).refine((p) => p.allowDomains.length === 0 || p.network === "proxy", {
+  path: ["allowDomains"],
+  message: 'only applies with network "proxy"',
 });
 
 /** A validated sandbox policy, every field present. */

@@ -36,6 +36,7 @@ export const STEPS = {
   28: "fork",
   29: "loopback",
   30: "cgroup",
+  31: "proxy-forwarder",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -64,6 +65,7 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "setsid",
   "chdir",
   "drop-capabilities",
+  "proxy-forwarder",
   "landlock",
   "seccomp",
   "rlimits",
@@ -82,6 +84,11 @@ export function stepNumber(name: StepName): number {
 export function stepName(step: number): string {
   return (STEPS as Record<number, string>)[step] ?? `step-${step}`;
 }
+
+/** Network "proxy": the port the init's forwarder listens on inside (127.0.0.1). */
+export const PROXY_PORT = 3128;
+/** Network "proxy": where the spec binds the policy proxy's unix socket inside. */
+export const PROXY_SOCKET = "/run/coop/proxy.sock";
 
 /** Record kinds on the report pipe: three native-endian int32 each. */
 export const RECORD = { error: 1, exec: 2, exit: 3, ready: 4 } as const;

@@ -18,6 +18,12 @@ import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
 import { RECORD, RECORD_SIZE, type StepName, stepName } from "./protocol.ts";
 import { waitForExit } from "./reaper.ts";
+import {
+  type PolicyProxy,
+  type ProxyDenial,
+  type Resolver,
+  startPolicyProxy,
+} from "./proxy/policy_proxy.ts";
 import { buildSpec } from "./spec.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
 
@@ -33,6 +39,18 @@ export interface SpawnOptions {
   failAt?: StepName;
   /** Wall-clock limit: the whole sandbox is killed when it passes (`timedOut` in the status). */
   timeoutMs?: number;
+  /**
+   * Test hooks of network "proxy": a resolver the test controls, and permission to dial
+   * loopback and private addresses (test servers on the host's loopback). Production — the
+   * gateway and the CLI — never sets them.
+   */
+  proxy?: ProxyTestHooks;
+}
+
+/** See `SpawnOptions.proxy`: for tests only. */
+export interface ProxyTestHooks {
+  resolve?: Resolver;
+  allowPrivateAddresses?: boolean;
 }
 
 /** How a sandboxed command ended. */
@@ -53,6 +71,8 @@ export interface SandboxStatus {
   pidsLimitHit: boolean | null;
   /** The resource limits applied, and by which path. */
   limits: AppliedLimits;
+  /** Requests the policy proxy refused (network "proxy"; empty otherwise). */
+  proxyDenials: ProxyDenial[];
 }
 
 /** A running sandboxed command. */
@@ -150,12 +170,20 @@ export async function spawnSandboxed(
   const policy = resolvePolicy(policyInput);
   const lib = await loadTrampoline();
   const limits = planLimits(policy, cgroupHost());
-  const spec = buildSpec(policy, argv, {
-    env: options.env,
-    failAt: options.failAt,
-    rlimits: limits.rlimits,
-  });
   const ids = outerIds(policy);
+  const proxy = policy.network === "proxy" ? await startProxy(policy, ids, argv, options) : null;
+  let spec: Uint8Array;
+  try {
+    spec = buildSpec(policy, argv, {
+      env: options.env,
+      failAt: options.failAt,
+      rlimits: limits.rlimits,
+      proxy: proxy ?? undefined,
+    });
+  } catch (error) {
+    await proxy?.close();
+    throw error;
+  }
   const params = new Int32Array(PARAM.count);
   params[PARAM.newNet] = policy.network === "host" ? 0 : 1;
   params[PARAM.outerUid] = ids.uid;
@@ -167,11 +195,32 @@ export async function spawnSandboxed(
   const attach = cgroup ? cgroup.attachList() : null;
   if (lib.coop_spawn(spec, BigInt(spec.length), params, idmap, attach, out) !== 0) {
     await cgroup?.destroy();
+    await proxy?.close();
     const step = stepName(out[OUT.errStep]), errno = out[OUT.errErrno];
     log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
     throw new SandboxSetupError(step, errno, hintFor(step, errno));
   }
-  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup);
+  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy);
+}
+
+/** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */
+function startProxy(
+  policy: SandboxPolicy,
+  ids: { uid: number; gid: number },
+  argv: readonly string[],
+  options: SpawnOptions,
+): Promise<PolicyProxy> {
+  return startPolicyProxy({
+    allowDomains: policy.allowDomains,
+    resolve: options.proxy?.resolve,
+    allowPrivateAddresses: options.proxy?.allowPrivateAddresses,
+    socketOwner: (Deno.uid() ?? 0) === 0 ? ids : undefined,
+    onDenied: (denial) =>
+      log.warn("sandbox.proxy_denied {command}: {host}:{port} {reason}", {
+        command: argv[0],
+        ...denial,
+      }),
+  });
 }
 
 function track(
@@ -181,6 +230,7 @@ function track(
   timeoutMs: number | undefined,
   limits: AppliedLimits,
   cgroup: CgroupV1Sandbox | null,
+  proxy: PolicyProxy | null,
 ): SandboxProcess {
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
@@ -204,6 +254,7 @@ function track(
     lib.coop_close(out[OUT.go]);
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     await cgroup?.destroy();
+    await proxy?.close();
     if (rep.setupError) {
       const step = stepName(rep.setupError.step), errno = rep.setupError.errno;
       log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
@@ -217,6 +268,7 @@ function track(
       timedOut,
       ...violations,
       limits,
+      proxyDenials: [...(proxy?.denials ?? [])],
     };
   });
 

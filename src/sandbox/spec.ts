@@ -7,7 +7,16 @@ import { buildEnvironment } from "./environment.ts";
 import { SandboxPolicyError } from "./errors.ts";
 import { hostLayout } from "./host_layout.ts";
 import type { SandboxPolicy } from "./policy.ts";
-import { INJECTABLE_STEPS, SPEC_MAGIC, type StepName, stepNumber, TAG } from "./protocol.ts";
+import {
+  INJECTABLE_STEPS,
+  PROXY_PORT,
+  PROXY_SOCKET,
+  SPEC_MAGIC,
+  type StepName,
+  stepNumber,
+  TAG,
+} from "./protocol.ts";
+import { proxyUrl } from "./proxy/policy_proxy.ts";
 
 /** Per-command inputs besides the policy. */
 export interface SpecOptions {
@@ -17,6 +26,19 @@ export interface SpecOptions {
   failAt?: StepName;
   /** [resource, value] rlimits the init sets last (soft = hard); see limits.ts. */
   rlimits?: readonly (readonly [number, number])[];
+  /** Network "proxy": the policy proxy's socket (host path) and the sandbox's token. */
+  proxy?: { socketPath: string; token: string };
+}
+
+/** The proxy variables of a sandbox with network "proxy", upper- and lowercase. */
+export function proxyEnvironment(token: string): Record<string, string> {
+  const url = proxyUrl(token, PROXY_PORT);
+  const env: Record<string, string> = {};
+  for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]) {
+    env[name] = url;
+    env[name.toLowerCase()] = url;
+  }
+  return env;
 }
 
 const PASSWD = "root:x:0:0:sandbox root:/work:/bin/sh\n" +
@@ -77,9 +99,19 @@ export function buildSpec(
     else add(TAG.symlink, entry.target, entry.inside);
   }
   for (const path of policy.readOnlyPaths) add(TAG.roBind, path, path);
+  if (policy.network === "proxy") {
+    if (!options.proxy) throw new SandboxPolicyError('network "proxy" needs a running proxy');
+    // Read-only is enough: connect() needs write permission on the socket inode, not a
+    // writable mount.
+    add(TAG.roBind, options.proxy.socketPath, PROXY_SOCKET);
+  }
   for (const [path, content] of Object.entries(etcFiles(policy))) add(TAG.file, path, content);
   for (const arg of argv) add(TAG.arg, arg);
-  for (const entry of buildEnvironment(policy, options.env)) add(TAG.env, entry);
+  // The proxy variables come last: nothing may point the sandbox at another proxy.
+  const env = options.proxy
+    ? { ...options.env, ...proxyEnvironment(options.proxy.token) }
+    : options.env;
+  for (const entry of buildEnvironment(policy, env)) add(TAG.env, entry);
   for (const [resource, value] of options.rlimits ?? []) {
     add(TAG.rlimit, String(resource), String(value));
   }

@@ -122,7 +122,9 @@ Deno.test("usage mistakes exit 2 with a message and no stack trace", async () =>
       ["sandbox", "exec", "--memory", "lots", "--", "true"],
       ["sandbox", "exec", "--memory", "1k", "--", "true"],
       ["sandbox", "exec", "--pids", "0", "--", "true"],
-      ["sandbox", "exec", "--network", "proxy", "--", "true"],
+      ["sandbox", "exec", "--allow-domain", "example.com", "--", "true"],
+      ["sandbox", "exec", "--network", "proxy", "--allow-domain", "*.com", "--", "true"],
+      ["sandbox", "exec", "--network", "socks", "--", "true"],
     ]
   ) {
     const r = await coop(...args);
@@ -130,4 +132,32 @@ Deno.test("usage mistakes exit 2 with a message and no stack trace", async () =>
     assertMatch(r.stderr, /^coop: /);
     assertNotIncludes(r.stderr, "    at ");
   }
+});
+
+sandboxTest("coop sandbox exec --network proxy: denials in --json and on stderr", async () => {
+  // Denied names are refused before any resolution, so this needs no DNS.
+  const script = "curl -sS -o /dev/null -w '%{http_code}\\n' http://evil.example/";
+  const json = await coop(
+    "sandbox",
+    "exec",
+    "--network",
+    "proxy",
+    "--allow-domain",
+    "example.com",
+    "--allow-domain",
+    "*.example.org:8443",
+    "--json",
+    "--",
+    "sh",
+    "-c",
+    script,
+  );
+  const result = JSON.parse(json.stdout);
+  assertEquals(result.stdout, "403\n");
+  assertEquals(result.proxyDenials, [
+    { host: "evil.example", port: 80, reason: "is not in the allowlist" },
+  ]);
+  const streamed = await coop("sandbox", "exec", "--network", "proxy", "--", "sh", "-c", script);
+  assertEquals(streamed.stdout, "403\n");
+  assertMatch(streamed.stderr, /coop: proxy denied evil\.example:80: is not in the allowlist/);
 });

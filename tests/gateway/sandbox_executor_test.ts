@@ -195,21 +195,29 @@ Deno.test("a non-owner's file tools see only their own directory; the owner sees
   });
 });
 
-Deno.test("unknown tools, malformed arguments and proxy network are errors, not crashes", async () => {
+Deno.test("unknown tools and malformed arguments are errors, not crashes", async () => {
   await setup(async (executor) => {
     const unknown = await executor.call(call("bob", "inner", "rm_rf", {}));
     deepStrictEqual([unknown.isError, unknown.decision], [true, null]);
     const bad = await executor.call(call("bob", "inner", "bash", { cmd: "ls" }));
     ok(bad.isError && bad.content.includes("invalid arguments"));
   });
+});
+
+Deno.test("network proxy and allow_domains map into the sandbox policy", async () => {
   await setup(
     async (executor, rec) => {
       const r = await executor.call(call("bob", "inner", "bash", { command: "ls" }));
-      ok(r.isError && r.content.includes('"proxy" is not implemented yet'), r.content);
-      strictEqual(rec.sandbox.length + rec.host.length, 0);
+      ok(!r.isError, r.content);
+      strictEqual(rec.sandbox[0].policy.network, "proxy");
+      deepStrictEqual(rec.sandbox[0].policy.allowDomains, ["pypi.org", "*.github.com:443"]);
     },
     false,
-    (text) => text.replace('network = "none"', 'network = "proxy"'),
+    (text) =>
+      text.replace(
+        'network = "none"',
+        'network = "proxy"\nallow_domains = ["pypi.org", "*.github.com:443"]',
+      ),
   );
 });
 

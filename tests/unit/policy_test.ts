@@ -13,7 +13,12 @@ Deno.test("a policy needs only a workspace; defaults are deny-by-default", () =>
 Deno.test("invalid policy fields are named in the error", () => {
   const cases: [unknown, RegExp][] = [
     [{ workspace: "relative/path" }, /workspace: must be an absolute path/],
-    [{ workspace: "/w", network: "proxy" }, /network/],
+    [{ workspace: "/w", network: "socks" }, /network/],
+    [
+      { workspace: "/w", allowDomains: ["example.com"] },
+      /allowDomains: only applies with network "proxy"/,
+    ],
+    [{ workspace: "/w", network: "proxy", allowDomains: ["*.com:x"] }, /allowDomains\.0: .*port/],
     [{ workspace: "/w", readOnlyPaths: ["/usr/../etc"] }, /readOnlyPaths\.0/],
     [{ workspace: "/w", env: { "BAD NAME": "x" } }, /env/],
     [{ workspace: "/w", tmpSizeBytes: 10 }, /tmpSizeBytes/],

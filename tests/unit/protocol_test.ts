@@ -1,5 +1,13 @@
 import { assertEquals } from "../assert.ts";
-import { INJECTABLE_STEPS, RECORD, SPEC_MAGIC, STEPS, TAG } from "../../src/sandbox/protocol.ts";
+import {
+  INJECTABLE_STEPS,
+  PROXY_PORT,
+  PROXY_SOCKET,
+  RECORD,
+  SPEC_MAGIC,
+  STEPS,
+  TAG,
+} from "../../src/sandbox/protocol.ts";
 import { OUT, PARAM } from "../../src/sandbox/ffi.ts";
 
 const header = Deno.readTextFileSync(new URL("../../ffi/protocol.h", import.meta.url));
@@ -59,4 +67,9 @@ Deno.test("the steps a test may force to fail are exactly the C side's injection
     }
   }
   assertEquals([...found].sort(), [...INJECTABLE_STEPS].sort());
+});
+
+Deno.test("the proxy forwarder's port and socket path agree with protocol.h", () => {
+  assertEquals(Number(/#define COOP_PROXY_PORT (\d+)/.exec(header)?.[1]), PROXY_PORT);
+  assertEquals(/#define COOP_PROXY_SOCKET "([^"]+)"/.exec(header)?.[1], PROXY_SOCKET);
 });

@@ -4,7 +4,12 @@
  * run yet says why and is reported as ignored — never as passed.
  * @module
  */
-import { exec, type ExecResult, type SandboxPolicyInput } from "../../../src/sandbox/mod.ts";
+import {
+  exec,
+  type ExecOptions,
+  type ExecResult,
+  type SandboxPolicyInput,
+} from "../../../src/sandbox/mod.ts";
 import { SANDBOX_TESTS, withWorkspace } from "../harness.ts";
 
 /** One row of ATTACKS.md. */
@@ -22,10 +27,15 @@ export interface Attack {
   teardown?: (prepared: string) => Promise<void> | void;
   /** Asserts the sandbox's answer (and the host's state). */
   expect: (r: ExecResult, workspace: string, prepared: string) => void | Promise<void>;
+  /** Extra exec options, e.g. the proxy's test hooks. */
+  options?: ExecOptions;
   /** Wall-clock limit of the sandbox; default 20 s. */
   timeoutMs?: number;
-  /** Policy settings beyond the default non-owner policy (limits for §4.5 rows). */
-  policy?: Omit<SandboxPolicyInput, "workspace">;
+  /** Policy settings beyond the default non-owner policy (limits for §4.5 rows, network
+   * "proxy" for §4.2 rows); a function receives what `prepare` returned. */
+  policy?:
+    | Omit<SandboxPolicyInput, "workspace">
+    | ((prepared: string) => Omit<SandboxPolicyInput, "workspace">);
   /** Set when the row cannot be tested yet: the reason is printed with the skip. */
   waitsFor?: string;
   /** Tools the attack needs inside; missing ones skip the row, naming them. */
@@ -63,7 +73,11 @@ export function attackSuite(section: string, attacks: Attack[]): void {
           const prepared = attack.prepare ? await attack.prepare(workspace) : "";
           try {
             const argv = attack.argv ?? ["sh", "-c", attack.script!, "attack", prepared];
-            const r = await exec({ workspace, ...attack.policy }, argv, {
+            const extra = typeof attack.policy === "function"
+              ? attack.policy(prepared)
+              : attack.policy;
+            const r = await exec({ ...extra, workspace }, argv, {
+              ...attack.options,
               timeoutMs: attack.timeoutMs ?? 20_000,
             });
             await attack.expect(r, workspace, prepared);

@@ -56,7 +56,8 @@ attackSuite("§4.7", [
   {
     id: "E4",
     name: "credential injection stays host-side",
-    waitsFor: "the proxy network mode (limits-and-network issue)",
+    waitsFor: "credential injection: the proxy adds no credentials and does not terminate TLS " +
+      "(docs/network.md, residual risks)",
     expect: () => {},
   },
   agentSockets(),

@@ -1,10 +1,18 @@
 // ATTACKS.md §4.2 — network, under the default policy (network "none": an empty netns with only
-// `lo`, and Landlock handling TCP bind/connect with no port allowed).
+// `lo`, and Landlock handling TCP bind/connect with no port allowed). The rows about network
+// "proxy" (N5-N8-proxy, N10, N11, N20) are in network_proxy_rows.ts.
 import dgram from "node:dgram";
 import { assert, assertEquals, assertMatch, assertNotIncludes } from "../../assert.ts";
 import { type Attack, attackSuite, keyValues, python } from "./attack_table.ts";
-
-const PROXY = "the proxy network mode (limits-and-network issue)";
+import {
+  allowedHostOtherPort,
+  allowedNameToPrivateAddress,
+  domainFronting,
+  metadataThroughProxy,
+  nonAllowlistedDomain,
+  proxyTokenReuse,
+  relayedConnect,
+} from "./network_proxy_rows.ts";
 
 /** Resolves with the first connection the listener accepts, or null after `ms`. */
 async function acceptWithin(listener: Deno.Listener, ms: number): Promise<Deno.Conn | null> {
@@ -104,9 +112,9 @@ attempt("tcp53", lambda: socket.create_connection((sys.argv[1], 53), timeout=5))
       assertEquals(out.tcp53, "EACCES");
     },
   },
-  { id: "N5", name: "non-allowlisted domain gets a proxy 403", waitsFor: PROXY, expect: () => {} },
-  { id: "N6", name: "allowed host, other port", waitsFor: PROXY, expect: () => {} },
-  { id: "N7", name: "allowed name resolving to a private IP", waitsFor: PROXY, expect: () => {} },
+  nonAllowlistedDomain(),
+  allowedHostOtherPort(),
+  allowedNameToPrivateAddress(),
   {
     id: "N8",
     name: "cloud metadata endpoint is unreachable",
@@ -126,15 +134,10 @@ attempt("v6", lambda: socket.create_connection(("fd00:ec2::254", 80), timeout=5)
       assertEquals(out.v6, "EACCES");
     },
   },
-  {
-    id: "N8-proxy",
-    name: "metadata and link-local refused by the proxy",
-    waitsFor: PROXY,
-    expect: () => {},
-  },
+  metadataThroughProxy(),
   hostLoopback(),
-  { id: "N10", name: "relayed CONNECT", waitsFor: PROXY, expect: () => {} },
-  { id: "N11", name: "domain fronting / SNI-Host mismatch", waitsFor: PROXY, expect: () => {} },
+  relayedConnect(),
+  domainFronting(),
   hostAbstractSocket(),
   hostPathnameSockets(),
   {
@@ -194,7 +197,7 @@ ip -o link show lo; ip -o addr show lo`,
     },
   },
   listenInside(),
-  { id: "N20", name: "proxy token reuse", waitsFor: PROXY, expect: () => {} },
+  proxyTokenReuse(),
 ]);
 
 /** N9: a TCP and a UDP listener on the host's 127.0.0.1 get nothing from the sandbox. */

@@ -1,0 +1,121 @@
+/* Network "proxy": the only way out of the sandbox's empty network namespace.
+ *
+ * The init listens on 127.0.0.1:COOP_PROXY_PORT and forks this forwarder, which accepts
+ * connections and relays each one, byte for byte, to the gateway's policy proxy through the
+ * unix socket bound at COOP_PROXY_SOCKET. It parses nothing: the proxy on the host side decides
+ * everything (token, allowlist, addresses). Runs without capabilities and non-dumpable (it is
+ * forked after coop_drop_privileges), outside the command's Landlock domain — which is why the
+ * command can neither signal nor ptrace it — and dies with the pid namespace.
+ *
+ * Each connection gets two processes, one per direction, each a blocking splice loop: no
+ * buffering logic, and no deadlock when both peers write at once. */
+#include "init.h"
+
+#include <linux/errno.h>
+#include <linux/fcntl.h>
+#include <linux/signal.h>
+
+#define COOP_AF_UNIX 1
+#define COOP_AF_INET 2
+#define COOP_SOCK_STREAM 1
+#define COOP_SOCK_CLOEXEC 02000000
+#define COOP_SOL_SOCKET 1
+#define COOP_SO_REUSEADDR 2
+#define COOP_SHUT_WR 1
+#define COOP_SPLICE_F_MOVE 1
+#define COOP_F_SETPIPE_SZ 1031
+#define COOP_PIPE_SIZE (1 << 20)
+#define COOP_SA_NOCLDWAIT 2
+
+/* sockaddr_un and sockaddr_in as the kernel lays them out (<linux/in.h> wants libc's). */
+struct coop_sockaddr_un {
+  unsigned short family;
+  char path[108];
+};
+struct coop_sockaddr_in {
+  unsigned short family;
+  unsigned char port[2]; /* network order */
+  unsigned char addr[4];
+  unsigned char zero[8];
+};
+
+struct coop_sigaction {
+  void *handler;
+  unsigned long flags;
+  void *restorer;
+  unsigned long mask;
+};
+
+/* Moves from -> to until EOF or an error, then half-closes `to` so the peer sees EOF too.
+ * splice through a pipe: the bytes never enter this process. */
+__attribute__((noreturn)) static void relay(int from, int to) {
+  int pipe[2];
+  if (SYS2(__NR_pipe2, pipe, O_CLOEXEC) < 0) coop_exit(1);
+  SYS3(__NR_fcntl, pipe[1], COOP_F_SETPIPE_SZ, COOP_PIPE_SIZE); /* best effort */
+  for (;;) {
+    long n = SYS6(__NR_splice, from, 0, pipe[1], 0, COOP_PIPE_SIZE, COOP_SPLICE_F_MOVE);
+    if (n == -EINTR) continue;
+    if (n <= 0) break;
+    while (n > 0) {
+      long w = SYS6(__NR_splice, pipe[0], 0, to, 0, n, COOP_SPLICE_F_MOVE);
+      if (w == -EINTR) continue;
+      if (w <= 0) coop_exit(0); /* the peer is gone (EPIPE: SIGPIPE is blocked here) */
+      n -= w;
+    }
+  }
+  SYS2(__NR_shutdown, to, COOP_SHUT_WR);
+  coop_exit(0);
+}
+
+/* One accepted connection: dial the proxy's socket and relay both ways. */
+__attribute__((noreturn)) static void serve(int client) {
+  long up = SYS3(__NR_socket, COOP_AF_UNIX, COOP_SOCK_STREAM | COOP_SOCK_CLOEXEC, 0);
+  if (up < 0) coop_exit(1);
+  struct coop_sockaddr_un addr = {.family = COOP_AF_UNIX};
+  memcpy(addr.path, COOP_PROXY_SOCKET, sizeof COOP_PROXY_SOCKET);
+  long r;
+  do r = SYS3(__NR_connect, up, &addr, sizeof addr);
+  while (r == -EINTR);
+  if (r < 0) coop_exit(1); /* the client sees the connection close */
+  long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) coop_exit(1);
+  if (pid == 0) relay((int)up, client);
+  relay(client, (int)up);
+}
+
+__attribute__((noreturn)) static void accept_loop(int listener) {
+  /* Children are reaped by the kernel: this process never waits for them. */
+  struct coop_sigaction ign = {(void *)1 /* SIG_IGN */, COOP_SA_NOCLDWAIT, 0, 0};
+  SYS4(__NR_rt_sigaction, SIGCHLD, &ign, 0, 8);
+  for (;;) {
+    long client = SYS4(__NR_accept4, listener, 0, 0, COOP_SOCK_CLOEXEC);
+    if (client < 0) continue; /* EINTR, ECONNABORTED, EMFILE: keep serving */
+    long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
+    if (pid == 0) {
+      SYS1(__NR_close, listener);
+      serve((int)client);
+    }
+    SYS1(__NR_close, client);
+  }
+}
+
+void coop_start_proxy_forwarder(void) {
+  const int step = COOP_STEP_PROXY_FORWARDER;
+  long fd =
+      coop_check(step, SYS3(__NR_socket, COOP_AF_INET, COOP_SOCK_STREAM | COOP_SOCK_CLOEXEC, 0));
+  int one = 1;
+  coop_check(step, SYS5(__NR_setsockopt, fd, COOP_SOL_SOCKET, COOP_SO_REUSEADDR, &one, sizeof one));
+  struct coop_sockaddr_in addr = {.family = COOP_AF_INET,
+                                  .port = {COOP_PROXY_PORT >> 8, COOP_PROXY_PORT & 0xff},
+                                  .addr = {127, 0, 0, 1}};
+  coop_check(step, SYS3(__NR_bind, fd, &addr, sizeof addr));
+  coop_check(step, SYS2(__NR_listen, fd, 128));
+  long pid = coop_check(step, SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0));
+  if (pid == 0) {
+    /* Nothing of the command's stdio or the gateway's report pipe stays open here. */
+    SYS1(__NR_close, 0), SYS1(__NR_close, 1), SYS1(__NR_close, 2);
+    SYS1(__NR_close, COOP_FD_REPORT);
+    accept_loop((int)fd);
+  }
+  SYS1(__NR_close, fd); /* the command never inherits the listener */
+}

@@ -1,0 +1,107 @@
+/**
+ * The little HTTP/1.x the policy proxy needs: read one request head, parse its request line and
+ * headers, and write a short response. Bytes map 1:1 to string characters (latin1), so a head
+ * is forwarded exactly as received except for the headers the proxy rewrites.
+ * @module
+ */
+
+/** Largest request head the proxy reads (request line and headers). */
+export const MAX_HEAD_BYTES = 64 * 1024;
+
+/** A parsed request head. */
+export interface RequestHead {
+  method: string;
+  target: string;
+  version: string;
+  headers: [string, string][];
+}
+
+/** Bytes → latin1 string, one character per byte. */
+export function bytesToLatin1(bytes: Uint8Array): string {
+  let out = "";
+  for (let i = 0; i < bytes.length; i += 8192) {
+    out += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  }
+  return out;
+}
+
+/** latin1 string → bytes, one byte per character. */
+export function latin1ToBytes(text: string): Uint8Array {
+  return Uint8Array.from(text, (c) => c.charCodeAt(0) & 0xff);
+}
+
+/**
+ * Reads until the end of the request head. Returns the head and whatever followed it in the
+ * same reads (a request body, a pipelined request), or null when the client closed first or
+ * the head is too large.
+ */
+export async function readHead(
+  conn: Deno.Conn,
+): Promise<{ head: string; rest: Uint8Array } | null> {
+  let buffer = new Uint8Array(0);
+  const chunk = new Uint8Array(16 * 1024);
+  while (buffer.length <= MAX_HEAD_BYTES) {
+    const n = await conn.read(chunk);
+    if (n === null) return null;
+    const next = new Uint8Array(buffer.length + n);
+    next.set(buffer);
+    next.set(chunk.subarray(0, n), buffer.length);
+    buffer = next;
+    const end = findHeadEnd(buffer);
+    if (end >= 0) {
+      return { head: bytesToLatin1(buffer.subarray(0, end)), rest: buffer.slice(end + 4) };
+    }
+  }
+  return null;
+}
+
+function findHeadEnd(bytes: Uint8Array): number {
+  for (let i = 0; i + 3 < bytes.length; i++) {
+    if (bytes[i] === 13 && bytes[i + 1] === 10 && bytes[i + 2] === 13 && bytes[i + 3] === 10) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/** Parses a request head (without the final blank line); null when malformed. */
+export function parseRequestHead(head: string): RequestHead | null {
+  const lines = head.split("\r\n");
+  const m = /^([A-Z]+) (\S+) (HTTP\/1\.[01])$/.exec(lines[0]);
+  if (!m) return null;
+  const headers: [string, string][] = [];
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(":");
+    if (colon <= 0 || /[\s]/.test(line.slice(0, colon))) return null;
+    headers.push([line.slice(0, colon), line.slice(colon + 1).trim()]);
+  }
+  return { method: m[1], target: m[2], version: m[3], headers };
+}
+
+/** The first value of header `name` (case-insensitive), or undefined. */
+export function headerValue(head: RequestHead, name: string): string | undefined {
+  const lower = name.toLowerCase();
+  return head.headers.find(([n]) => n.toLowerCase() === lower)?.[1];
+}
+
+/** A complete response with a text body; the connection is closed after it. */
+export function textResponse(
+  status: number,
+  reason: string,
+  body: string,
+  extraHeaders: Record<string, string> = {},
+): Uint8Array {
+  const bytes = new TextEncoder().encode(body);
+  const headers = {
+    "Content-Type": "text/plain; charset=utf-8",
+    "Content-Length": String(bytes.length),
+    "Connection": "close",
+    ...extraHeaders,
+  };
+  const head = `HTTP/1.1 ${status} ${reason}\r\n` +
+    Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("") + "\r\n";
+  const out = new Uint8Array(head.length + bytes.length);
+  out.set(latin1ToBytes(head));
+  out.set(bytes, head.length);
+  return out;
+}

@@ -1,0 +1,370 @@
+/**
+ * `startPolicyProxy()`: the one way out of a sandbox with network "proxy". An HTTP proxy on a
+ * unix socket (the sandbox's forwarder relays 127.0.0.1:3128 to it) that answers CONNECT and
+ * absolute-URI requests, and only for the holder of its token, to the allowlisted
+ * `host:port`s. It resolves names itself — names that are not allowed are never resolved —,
+ * refuses every address that is not public unicast (loopback, private, link-local and
+ * metadata, CGNAT, multicast, this host's own addresses) and dials the address it checked.
+ *
+ * One proxy per sandbox: its token, allowlist and denials are that sandbox's alone.
+ * @module
+ */
+import { forbiddenRange } from "./address_policy.ts";
+import { Allowlist, isIpLiteral, normalizeHost } from "./allowlist.ts";
+import {
+  headerValue,
+  latin1ToBytes,
+  parseRequestHead,
+  readHead,
+  type RequestHead,
+  textResponse,
+} from "./http_head.ts";
+
+/** Resolves a host name to IP addresses (IPv4 and IPv6). */
+export type Resolver = (name: string) => Promise<string[]>;
+
+/** One request the proxy refused by policy. */
+export interface ProxyDenial {
+  /** The host as the client named it (normalized when it was a valid name). */
+  host: string;
+  port: number;
+  /** Why, in words a model can act on. */
+  reason: string;
+}
+
+/** Options of one policy proxy. */
+export interface PolicyProxyOptions {
+  /** `HOST[:PORT]` entries (see allowlist.ts). */
+  allowDomains: readonly string[];
+  /** Name resolution; default: the host's resolver (`Deno.resolveDns`, A and AAAA). */
+  resolve?: Resolver;
+  /**
+   * Dial loopback, private, link-local and other non-public addresses too. For tests that
+   * need servers on the host's loopback; production never sets it.
+   */
+  allowPrivateAddresses?: boolean;
+  /** Called for each denial, as it happens. */
+  onDenied?: (denial: ProxyDenial) => void;
+  /** Owner of the socket directory and socket: the sandbox's outer ids, when they differ. */
+  socketOwner?: { uid: number; gid: number };
+}
+
+/** A running policy proxy. */
+export interface PolicyProxy {
+  /** The unix socket it listens on (host path). */
+  readonly socketPath: string;
+  /** The secret the sandbox authenticates with (`Proxy-Authorization: Basic coop:<token>`). */
+  readonly token: string;
+  /** Denials so far. */
+  readonly denials: readonly ProxyDenial[];
+  /** Stops listening, closes every open connection and removes the socket. */
+  close(): Promise<void>;
+}
+
+/** User name in the proxy URL; the password is the token. */
+export const PROXY_USER = "coop";
+const RESOLVE_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+const HEAD_TIMEOUT_MS = 30_000;
+
+/** The default resolver: the host's DNS, A and AAAA records. */
+export async function systemResolver(name: string): Promise<string[]> {
+  const signal = AbortSignal.timeout(RESOLVE_TIMEOUT_MS);
+  const [a, aaaa] = await Promise.all([
+    Deno.resolveDns(name, "A", { signal }).catch(() => [] as string[]),
+    Deno.resolveDns(name, "AAAA", { signal }).catch(() => [] as string[]),
+  ]);
+  return [...a, ...aaaa];
+}
+
+function hostAddresses(): Set<string> {
+  try {
+    return new Set(Deno.networkInterfaces().map((i) => i.address.toLowerCase()));
+  } catch {
+    return new Set();
+  }
+}
+
+/** The outcome of the policy for one `host:port`. */
+export type Decision = { address: string } | { reason: string };
+
+/** Applies allowlist, resolution and address checks; exported for unit tests. */
+export async function decide(
+  allowlist: Allowlist,
+  rawHost: string,
+  port: number,
+  resolve: Resolver,
+  allowPrivateAddresses: boolean,
+): Promise<Decision> {
+  const host = normalizeHost(rawHost);
+  if (host === null) return { reason: "is not a valid host name" };
+  if (!allowlist.match(host, port)) {
+    return allowlist.hasHost(host)
+      ? { reason: `uses port ${port}, which the allowlist does not allow for this host` }
+      : { reason: "is not in the allowlist" };
+  }
+  let addresses: string[];
+  try {
+    addresses = isIpLiteral(host) ? [host] : await resolve(host);
+  } catch {
+    addresses = [];
+  }
+  if (addresses.length === 0) return { reason: "could not be resolved" };
+  if (allowPrivateAddresses) return { address: addresses[0] };
+  const own = hostAddresses();
+  let refused = "";
+  for (const address of addresses) {
+    const range = forbiddenRange(address) ??
+      (own.has(address.toLowerCase()) ? "an address of the Coop host itself" : null);
+    if (range === null) return { address };
+    refused ||= `${address}, ${range}`;
+  }
+  return {
+    reason: `resolves to ${refused}; the proxy never dials loopback, private, link-local, ` +
+      "metadata or multicast addresses",
+  };
+}
+
+function parseAuthority(authority: string): { host: string; port: number } | null {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\[\]]+):(\d{1,5})$/.exec(authority);
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return null;
+  return { host: m[1], port: Number(m[2]) };
+}
+
+function denialBody(host: string, port: number, reason: string): string {
+  return `coop: blocked by sandbox policy: ${host}:${port} ${reason}. Do not retry via ` +
+    "--noproxy, another resolver or a raw IP address: this sandbox has no other route out. " +
+    "If the task needs this host, ask the owner to add it to allow_domains.\n";
+}
+
+function tokenMatches(head: RequestHead, token: string): boolean {
+  const value = headerValue(head, "proxy-authorization");
+  const m = value && /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(value);
+  if (!m) return false;
+  let decoded: string;
+  try {
+    decoded = atob(m[1]);
+  } catch {
+    return false;
+  }
+  const expected = `${PROXY_USER}:${token}`;
+  // Constant time over the expected length: the token is the sandbox's only credential.
+  let diff = decoded.length ^ expected.length;
+  for (let i = 0; i < expected.length; i++) {
+    diff |= expected.charCodeAt(i) ^ (decoded.charCodeAt(i) || 0);
+  }
+  return diff === 0;
+}
+
+/** Headers a forwarded plain-HTTP request loses: hop-by-hop and the proxy's own. */
+const DROPPED = new Set([
+  "proxy-authorization",
+  "proxy-connection",
+  "connection",
+  "keep-alive",
+  "host",
+]);
+
+/** The origin-form request sent upstream: Host is the authority the policy checked. */
+function originRequest(head: RequestHead, url: URL): Uint8Array {
+  const lines = [
+    `${head.method} ${url.pathname}${url.search} ${head.version}`,
+    `Host: ${url.host}`,
+  ];
+  for (const [name, value] of head.headers) {
+    if (!DROPPED.has(name.toLowerCase())) lines.push(`${name}: ${value}`);
+  }
+  // One request per connection: a second one on it must pass the policy again.
+  lines.push("Connection: close");
+  return latin1ToBytes(lines.join("\r\n") + "\r\n\r\n");
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
+}
+
+/** Copies `from` to `to` until EOF, then half-closes `to`. */
+async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+  const buffer = new Uint8Array(1024 * 1024);
+  try {
+    for (;;) {
+      const n = await from.read(buffer);
+      if (n === null) break;
+      await writeAll(to, buffer.subarray(0, n));
+    }
+  } catch {
+    // reset or closed: end this direction
+  }
+  await to.closeWrite().catch(() => {});
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Starts a policy proxy on a fresh unix socket in a private directory.
+ *
+ * @example
+ * ```ts
+ * const proxy = await startPolicyProxy({ allowDomains: ["example.com", "*.pypi.org"] });
+ * // … bind proxy.socketPath into the sandbox, give it proxy.token …
+ * await proxy.close();
+ * proxy.denials; // [{ host: "evil.example", port: 443, reason: "is not in the allowlist" }]
+ * ```
+ */
+export async function startPolicyProxy(options: PolicyProxyOptions): Promise<PolicyProxy> {
+  const allowlist = new Allowlist(options.allowDomains);
+  const resolve = options.resolve ?? systemResolver;
+  const allowPrivate = options.allowPrivateAddresses ?? false;
+  const token = randomToken();
+  const dir = await Deno.makeTempDir({ prefix: "coop-proxy-" });
+  const socketPath = `${dir}/proxy.sock`;
+  const listener = Deno.listen({ transport: "unix", path: socketPath });
+  if (options.socketOwner) {
+    await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
+    await Deno.chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
+  }
+  await Deno.chmod(socketPath, 0o600);
+  const denials: ProxyDenial[] = [];
+  const open = new Set<Deno.Conn>();
+  const handlers = new Set<Promise<void>>();
+
+  const deny = async (client: Deno.Conn, host: string, port: number, reason: string) => {
+    const denial = { host, port, reason };
+    denials.push(denial);
+    options.onDenied?.(denial);
+    await writeAll(
+      client,
+      textResponse(403, "Blocked by Coop sandbox policy", denialBody(host, port, reason), {
+        "X-Coop-Denied": `${host}:${port}`,
+      }),
+    );
+  };
+
+  const handle = async (client: Deno.Conn) => {
+    const read = await withTimeout(readHead(client), HEAD_TIMEOUT_MS, "request head")
+      .catch(() => null);
+    if (!read) return;
+    const head = parseRequestHead(read.head);
+    if (!head) {
+      await writeAll(client, textResponse(400, "Bad Request", "coop proxy: malformed request\n"));
+      return;
+    }
+    if (!tokenMatches(head, token)) {
+      await writeAll(
+        client,
+        textResponse(
+          407,
+          "Proxy Authentication Required",
+          "coop proxy: missing or wrong proxy credentials (use this sandbox's HTTP_PROXY)\n",
+          { "Proxy-Authenticate": 'Basic realm="coop"' },
+        ),
+      );
+      return;
+    }
+    let target: { host: string; port: number } | null;
+    let url: URL | undefined;
+    if (head.method === "CONNECT") {
+      target = parseAuthority(head.target);
+    } else {
+      try {
+        url = new URL(head.target);
+      } catch {
+        url = undefined;
+      }
+      target = url?.protocol === "http:" && head.target.startsWith("http://")
+        ? { host: url.hostname, port: Number(url.port || 80) }
+        : null;
+    }
+    if (!target) {
+      const body = "coop proxy: expected CONNECT host:port or an absolute http:// URL\n";
+      await writeAll(client, textResponse(400, "Bad Request", body));
+      return;
+    }
+    const shown = target.host.replace(/^\[(.*)\]$/, "$1");
+    const decision = await decide(allowlist, target.host, target.port, resolve, allowPrivate);
+    if ("reason" in decision) {
+      await deny(client, normalizeHost(target.host) ?? shown, target.port, decision.reason);
+      return;
+    }
+    let upstream: Deno.TcpConn;
+    try {
+      upstream = await withTimeout(
+        Deno.connect({ hostname: decision.address, port: target.port }),
+        CONNECT_TIMEOUT_MS,
+        "connect",
+      );
+    } catch (error) {
+      const body = `coop proxy: ${shown}:${target.port} (${decision.address}) did not accept ` +
+        `the connection: ${error instanceof Error ? error.message : error}\n`;
+      await writeAll(client, textResponse(502, "Bad Gateway", body));
+      return;
+    }
+    open.add(upstream);
+    try {
+      if (head.method === "CONNECT") {
+        await writeAll(client, latin1ToBytes("HTTP/1.1 200 Connection established\r\n\r\n"));
+      } else {
+        await writeAll(upstream, originRequest(head, url!));
+      }
+      if (read.rest.length) await writeAll(upstream, read.rest);
+      await Promise.all([pump(client, upstream), pump(upstream, client)]);
+    } finally {
+      open.delete(upstream);
+      upstream.close();
+    }
+  };
+
+  const acceptLoop = (async () => {
+    for await (const client of listener) {
+      open.add(client);
+      const task = handle(client).catch(() => {}).finally(() => {
+        open.delete(client);
+        try {
+          client.close();
+        } catch {
+          // already closed
+        }
+        handlers.delete(task);
+      });
+      handlers.add(task);
+    }
+  })().catch(() => {});
+
+  let closed = false;
+  return {
+    socketPath,
+    token,
+    denials,
+    async close() {
+      if (closed) return;
+      closed = true;
+      listener.close();
+      for (const conn of open) {
+        try {
+          conn.close();
+        } catch {
+          // already closed
+        }
+      }
+      await acceptLoop;
+      await Promise.allSettled([...handlers]);
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** The proxy URL a sandbox uses (`HTTP_PROXY` and friends). */
+export function proxyUrl(token: string, port: number): string {
+  return `http://${PROXY_USER}:${token}@127.0.0.1:${port}`;
+}

@@ -1,0 +1,184 @@
+// Network "proxy" end to end: curl and python inside a real sandbox, the policy proxy on the
+// host, test servers on the host's loopback reached under names a test resolver controls.
+// The attack rows (ATTACKS.md N5-N11, N20) are in attacks/network_test.ts.
+import { exec, SandboxSetupError } from "../../src/sandbox/mod.ts";
+import { assert, assertEquals, assertMatch, assertNotIncludes, assertRejects } from "../assert.ts";
+import { keyValues, python } from "./attacks/attack_table.ts";
+import { sandboxTest, withWorkspace } from "./harness.ts";
+import { echoServer, recordingResolver, recordingTcpServer } from "./proxy_fixture.ts";
+
+sandboxTest("proxy: an allowed name and port works over plain HTTP and CONNECT", async () => {
+  const server = echoServer();
+  const { queries, resolve } = recordingResolver({ "allowed.test": ["127.0.0.1"] });
+  try {
+    const r = await withWorkspace((workspace) =>
+      exec(
+        { workspace, network: "proxy", allowDomains: [`allowed.test:${server.port}`] },
+        [
+          "sh",
+          "-c",
+          `curl -sS http://allowed.test:${server.port}/plain; echo plain=$?
+curl -sS --proxytunnel http://allowed.test:${server.port}/tunnel; echo tunnel=$?`,
+        ],
+        { proxy: { resolve, allowPrivateAddresses: true }, timeoutMs: 20_000 },
+      )
+    );
+    assertMatch(r.stdout, new RegExp(`host=allowed.test:${server.port} path=/plain\\nplain=0`));
+    assertMatch(r.stdout, /path=\/tunnel\ntunnel=0/);
+    assertEquals(r.proxyDenials, []);
+    assertEquals(queries, ["allowed.test", "allowed.test"]);
+  } finally {
+    await server.close();
+  }
+});
+
+sandboxTest("proxy: a denied name gets the readable 403 and is never resolved", async () => {
+  const { queries, resolve } = recordingResolver({ "allowed.test": ["127.0.0.1"] });
+  const r = await withWorkspace((workspace) =>
+    exec(
+      { workspace, network: "proxy", allowDomains: ["allowed.test"] },
+      [
+        "sh",
+        "-c",
+        `curl -sS http://denied.test/x; echo plain=$?
+curl -sS https://denied.test/; echo tls=$?`,
+      ],
+      { proxy: { resolve, allowPrivateAddresses: true }, timeoutMs: 20_000 },
+    )
+  );
+  assertMatch(
+    r.stdout,
+    /coop: blocked by sandbox policy: denied\.test:80 is not in the allowlist\. Do not retry via --noproxy/,
+  );
+  assertMatch(r.stdout, /plain=0/); // curl without -f: a 403 page is a page
+  assertMatch(r.stdout, /tls=56/);
+  assertMatch(r.stderr, /CONNECT tunnel failed, response 403/);
+  assertEquals(r.proxyDenials, [
+    { host: "denied.test", port: 80, reason: "is not in the allowlist" },
+    { host: "denied.test", port: 443, reason: "is not in the allowlist" },
+  ]);
+  assertEquals(queries, [], "a name that is not allowed must not be resolved");
+});
+
+sandboxTest("proxy: code that ignores the proxy has no route out", async () => {
+  const server = echoServer();
+  try {
+    const r = await withWorkspace((workspace) =>
+      exec(
+        { workspace, network: "proxy", allowDomains: [`allowed.test:${server.port}`] },
+        [
+          "sh",
+          "-c",
+          `curl -sS -m 5 --noproxy '*' http://allowed.test:${server.port}/; echo name=$?
+curl -sS -m 5 --noproxy '*' http://127.0.0.1:${server.port}/; echo ip=$?
+cat /etc/resolv.conf
+${
+            python(`
+port = int(sys.argv[1])
+attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
+attempt("public", lambda: socket.create_connection(("1.1.1.1", 443), timeout=5))
+attempt("public6", lambda: socket.create_connection(("2606:4700:4700::1111", 443), timeout=5))
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("8.8.8.8", 53)))
+attempt("bind", lambda: socket.socket().bind(("127.0.0.1", 8080)))
+attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))`)
+          }`,
+          "proxy-test",
+          String(server.port),
+        ],
+        { proxy: { allowPrivateAddresses: true }, timeoutMs: 20_000 },
+      )
+    );
+    const out = keyValues(r.stdout);
+    assertEquals(out.name, "6", "no resolver inside");
+    assertEquals(out.ip, "7");
+    // Landlock: TCP connect only to the forwarder's port, no bind; UDP has no route.
+    assertEquals(out.host_loopback, "EACCES");
+    assertEquals(out.public, "EACCES");
+    assertEquals(out.public6, "EACCES");
+    assertEquals(out.udp, "ENETUNREACH");
+    assertEquals(out.bind, "EACCES");
+    assertEquals(out.forwarder, "OK");
+    assertNotIncludes(r.stdout, "nameserver");
+    assertEquals(r.proxyDenials, []);
+  } finally {
+    await server.close();
+  }
+});
+
+sandboxTest(
+  "proxy: allowed names resolving to loopback, 10/8 or metadata are refused",
+  async () => {
+    const tcp = recordingTcpServer();
+    const { resolve } = recordingResolver({
+      "lo.allowed.test": ["127.0.0.1"],
+      "ten.allowed.test": ["10.0.0.7"],
+      "meta.allowed.test": ["169.254.169.254"],
+    });
+    try {
+      const r = await withWorkspace((workspace) =>
+        exec(
+          { workspace, network: "proxy", allowDomains: [`*.allowed.test:${tcp.port}`] },
+          [
+            "sh",
+            "-c",
+            `for n in lo ten meta; do curl -sS -m 5 http://$n.allowed.test:${tcp.port}/; done`,
+          ],
+          // The override stays off: this is production's behaviour.
+          { proxy: { resolve }, timeoutMs: 20_000 },
+        )
+      );
+      assertEquals(r.proxyDenials.map((d) => d.host), [
+        "lo.allowed.test",
+        "ten.allowed.test",
+        "meta.allowed.test",
+      ]);
+      assertMatch(r.proxyDenials[0].reason, /resolves to 127\.0\.0\.1, loopback/);
+      assertMatch(r.proxyDenials[1].reason, /resolves to 10\.0\.0\.7, private/);
+      assertMatch(r.proxyDenials[2].reason, /169\.254\.169\.254, link-local or cloud metadata/);
+      assertEquals(r.stdout.match(/blocked by sandbox policy/g)?.length, 3);
+      assertEquals(tcp.received(), "", "the host's loopback server was dialled");
+    } finally {
+      tcp.close();
+    }
+  },
+);
+
+sandboxTest("proxy: the command cannot signal or trace the forwarder", async () => {
+  const r = await withWorkspace((workspace) =>
+    exec(
+      { workspace, network: "proxy" },
+      [
+        "sh",
+        "-c",
+        `ps -eo pid,comm | grep coop-init
+for pid in $(ps -eo pid=,comm= | awk '$2 == "coop-init" && $1 != 1 {print $1}'); do
+  kill -KILL $pid; echo kill=$?; cat /proc/$pid/mem 2>&1 | head -c 80; echo
+done
+${
+          python(
+            `attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))`,
+          )
+        }`,
+      ],
+      { timeoutMs: 20_000 },
+    )
+  );
+  assertMatch(r.stdout, /^\s*2 coop-init$/m);
+  assertMatch(r.stdout, /kill=1/);
+  assertMatch(r.stderr, /Operation not permitted/);
+  assertMatch(r.stdout, /forwarder=OK/);
+});
+
+sandboxTest("proxy: a failed forwarder setup stops the sandbox and the proxy", async () => {
+  const before = [...Deno.readDirSync("/tmp")].filter((e) => e.name.startsWith("coop-proxy-"));
+  const error = await assertRejects(
+    () =>
+      withWorkspace((workspace) =>
+        exec({ workspace, network: "proxy" }, ["true"], { failAt: "proxy-forwarder" })
+      ),
+    SandboxSetupError,
+  );
+  assertEquals(error.step, "proxy-forwarder");
+  const after = [...Deno.readDirSync("/tmp")].filter((e) => e.name.startsWith("coop-proxy-"));
+  assert(after.length <= before.length, "the proxy's socket directory was left behind");
+});
