@@ -4,8 +4,8 @@
  * @module
  */
 import type { AgentTool, ExecuteTool } from "../agent/agent_loop.ts";
-import { BUILTIN_TOOLS, TOOL_NAMES } from "../core/tool_registry.ts";
-import { authorize, type Principal, type Situation } from "./authorization.ts";
+import type { ToolName } from "../core/tool_registry.ts";
+import { decide, type Principal, type Situation } from "./authorization.ts";
 import type { SandboxExecutor, ToolCall } from "./sandbox_executor.ts";
 
 function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, unknown> {
@@ -15,23 +15,23 @@ function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, u
 }
 
 /**
- * Returns the tools `principal` may use in `situation`: none for `public`, no `bash` for
- * `familiar`; each with whether it runs in the sandbox.
+ * Returns the tools the executor offers `principal` in `situation` (none for `public`, no `bash`
+ * for `familiar`, memory tools only when memory is configured), each with whether it runs in
+ * the sandbox. The executor authorizes every call again; this list only shapes the offer.
  */
-export function allowedTools(principal: Principal, situation: Situation): AgentTool[] {
-  const tools: AgentTool[] = [];
-  for (const name of TOOL_NAMES) {
-    const decision = authorize(principal, situation, { kind: "tool", tool: name });
-    if (!decision.allowed) continue;
-    const tool = BUILTIN_TOOLS[name];
-    tools.push({
-      name,
-      description: tool.description,
-      parameters: withoutSchemaKeyword(tool.parameters),
-      sandboxed: decision.placement === "sandbox",
-    });
-  }
-  return tools;
+export function allowedTools(
+  executor: SandboxExecutor,
+  principal: Principal,
+  situation: Omit<Situation, "sandboxEnabled">,
+): AgentTool[] {
+  const full: Situation = { ...situation, sandboxEnabled: executor.sandboxEnabled };
+  return executor.toolsFor(principal, situation).map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parameters: withoutSchemaKeyword(tool.parameters),
+    sandboxed: decide(principal, full, { kind: "tool", tool: tool.name as ToolName }).placement ===
+      "sandbox",
+  }));
 }
 
 /** Adapts the executor to `runTurn`'s `executeTool` for one turn's principal and situation. */

@@ -136,6 +136,11 @@ export class SandboxExecutor {
     );
   }
 
+  /** Whether non-owner commands may run at all (`[sandbox] enabled`). */
+  get sandboxEnabled(): boolean {
+    return this.#config.sandbox.enabled;
+  }
+
   /** Returns the tools to offer the model for this principal and situation (no log lines). */
   toolsFor(principal: Principal, situation: Omit<Situation, "sandboxEnabled">): Tool[] {
     const full: Situation = { ...situation, sandboxEnabled: this.#config.sandbox.enabled };

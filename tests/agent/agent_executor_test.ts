@@ -61,7 +61,17 @@ async function withExecutor(
   }
 }
 
-const allTools = () => allowedTools({ name: "x", trust: "owner" }, situation);
+async function offered(
+  fn: (names: (trust: Principal["trust"], ceiling?: Principal["trust"]) => string[]) => void,
+): Promise<void> {
+  await withExecutor((executor) => {
+    fn((trust, ceiling) =>
+      allowedTools(executor, { name: "u", trust }, { ...situation, ceiling: ceiling ?? null })
+        .map((t) => `${t.name}${t.sandboxed ? "🔒" : ""}`)
+    );
+    return Promise.resolve();
+  });
+}
 
 for (const format of WIRE_FORMATS) {
   Deno.test(`${format.kind}: bob's bash runs in the sandbox and its output goes back`, async () => {
@@ -86,7 +96,7 @@ for (const format of WIRE_FORMATS) {
           system: "sys",
           history: [],
           userText: "who are you?",
-          tools: allowedTools(bob, situation),
+          tools: allowedTools(executor, bob, situation),
           executeTool: executorTool(executor, { principal: bob, situation }),
           maxIterations: 5,
         });
@@ -104,21 +114,21 @@ for (const format of WIRE_FORMATS) {
   });
 }
 
-Deno.test("tools offered follow authorize(): public none, familiar no bash, owner on host", () => {
-  const names = (trust: Principal["trust"]) =>
-    allowedTools({ name: "u", trust }, situation).map((t) => `${t.name}${t.sandboxed ? "🔒" : ""}`);
-  assertEquals(names("public"), []);
-  assertEquals(names("familiar"), ["read_file🔒"]);
-  assertEquals(names("inner"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
-  assertEquals(names("full"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
-  assertEquals(names("owner"), ["bash", "read_file", "write_file", "edit_file"]);
-  const inGroup = allowedTools({ name: "alice", trust: "owner" }, {
-    ...situation,
-    ceiling: "familiar",
+Deno.test("tools offered follow authorize(): public none, familiar no bash, owner on host", async () => {
+  await offered((names) => {
+    assertEquals(names("public"), []);
+    assertEquals(names("familiar"), ["read_file🔒"]);
+    assertEquals(names("inner"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
+    assertEquals(names("full"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
+    assertEquals(names("owner"), ["bash", "read_file", "write_file", "edit_file"]);
+    assertEquals(names("owner", "familiar"), ["read_file🔒"]);
   });
-  assertEquals(inGroup.map((t) => t.name), ["read_file"]);
-  assertEquals(allTools()[0].parameters.$schema, undefined);
-  assertEquals(allTools()[0].parameters.type, "object");
+  await withExecutor((executor) => {
+    const [first] = allowedTools(executor, { name: "x", trust: "owner" }, situation);
+    assertEquals(first.parameters.$schema, undefined);
+    assertEquals(first.parameters.type, "object");
+    return Promise.resolve();
+  });
 });
 
 Deno.test("carol (familiar) is offered no bash, and a bash call anyway never runs", async () => {
@@ -136,7 +146,7 @@ Deno.test("carol (familiar) is offered no bash, and a bash call anyway never run
         system: "sys",
         history: [],
         userText: "run id",
-        tools: allowedTools(carol, situation),
+        tools: allowedTools(executor, carol, situation),
         executeTool: executorTool(executor, { principal: carol, situation }),
         maxIterations: 5,
       });
@@ -165,7 +175,7 @@ Deno.test("cancelling the owner's turn kills the host command", async () => {
         system: "sys",
         history: [],
         userText: "wait",
-        tools: allowedTools(alice, { ...situation, channel: "terminal" }),
+        tools: allowedTools(executor, alice, { ...situation, channel: "terminal" }),
         executeTool: executorTool(executor, {
           principal: alice,
           situation: { ...situation, channel: "terminal" },
