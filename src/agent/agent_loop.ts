@@ -87,6 +87,11 @@ export interface TurnOptions {
   signal?: AbortSignal;
   /** Receives streamed text and tool calls as they happen. */
   onEvent?: (event: AgentEvent) => void;
+  /**
+   * Receives each message of `TurnResult.messages` as soon as it is complete, so the caller can
+   * persist it before the turn goes on (a crash then loses at most the message in progress).
+   */
+  onMessage?: (message: ChatMessage) => void;
 }
 
 /** What a turn produced. */
@@ -197,6 +202,7 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
   const append = (message: ChatMessage) => {
     conversation.push(message);
     messages.push(message);
+    options.onMessage?.(message);
   };
   const finish = (stopReason: TurnStopReason, note?: string): TurnResult => {
     const reply = [...texts, ...(note ? [note] : [])].join("\n\n");

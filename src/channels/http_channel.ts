@@ -77,6 +77,17 @@ async function readBody(request: Request, limit: number): Promise<Uint8Array | u
   return body;
 }
 
+function turnFailure(error: unknown): Response {
+  const code = (error as { code?: unknown }).code;
+  if (code === "gateway.shutdown") {
+    return problem(503, "shutting_down", "the gateway is shutting down; try again later");
+  }
+  if (typeof code === "string" && code.startsWith("provider.")) {
+    return problem(502, "provider_failed", "the model provider failed; the gateway logged why");
+  }
+  return problem(500, "turn_failed", "the turn failed; the gateway logged why");
+}
+
 /** Builds the request handler. */
 export function createHttpHandler(
   options: HttpChannelOptions,
@@ -101,9 +112,10 @@ export function createHttpHandler(
         response = await message(request, sender, options);
       }
     } catch (error) {
-      // A failed turn is the gateway's problem, not the caller's: no stack leaves the process.
+      // A failed turn is the gateway's problem, not the caller's: no stack and no detail (a
+      // provider's error text is the owner's business) leaves the process.
       log.error("channel.http.turn_failed {error}", { error: String(error), sender });
-      response = problem(500, "turn_failed", "the turn failed; the gateway logged why");
+      response = turnFailure(error);
     }
     log.info("channel.http.request {method} {path} {status}", {
       method: request.method,

@@ -13,6 +13,8 @@ export interface TerminalChannelOptions {
   handle: TurnHandler;
   /** The terminal sender id (`default` unless configured). */
   sender: string;
+  /** Forgets a session's stored history (`/clear`). */
+  clear?: (session: string) => void;
   /** Text for `/status`: user, trust, sandbox line. */
   status: () => Promise<string>;
   input: Readable;
@@ -71,6 +73,7 @@ export async function runTerminalChannel(options: TerminalChannelOptions): Promi
       const text = line.trim();
       if (text === "/quit" || text === "/exit") break;
       if (text === "/clear") {
+        if (session !== undefined) options.clear?.(session);
         session = undefined;
         out("(new session)\n> ");
         continue;

@@ -21,10 +21,10 @@ function fileSink(path: string): Sink {
   };
 }
 
-/** Configures logging once per process from the environment. */
-export async function setupLogging(): Promise<void> {
-  const wanted = (Deno.env.get("COOP_LOG") ?? "warning") as LogLevel;
-  const level = LEVELS.includes(wanted) ? wanted : "warning";
+/** Configures logging once per process from the environment (`$COOP_LOG` over `fallback`). */
+export async function setupLogging(fallback: LogLevel = "warning"): Promise<void> {
+  const wanted = (Deno.env.get("COOP_LOG") ?? fallback) as LogLevel;
+  const level = LEVELS.includes(wanted) ? wanted : fallback;
   const file = Deno.env.get("COOP_LOG_FILE");
   const sinks: Record<string, Sink> = { console: getConsoleSink() };
   if (file) sinks.file = fileSink(file);

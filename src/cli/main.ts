@@ -2,9 +2,11 @@
  * The `coop` command. Run from a checkout as `./coop …` or `deno task coop …`.
  * @module
  */
+import { chatCommand } from "./chat_command.ts";
 import { checkCommand } from "./check_command.ts";
 import { setupLogging } from "./logging.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
+import { startCommand } from "./start_command.ts";
 import { USAGE } from "./usage.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -13,6 +15,10 @@ async function run(args: string[]): Promise<number> {
   switch (command) {
     case "sandbox":
       return await sandboxCommand(rest);
+    case "start":
+      return await startCommand(rest);
+    case "chat":
+      return await chatCommand(rest);
     case "check":
       return await checkCommand(rest);
     case undefined:
@@ -28,7 +34,8 @@ async function run(args: string[]): Promise<number> {
 
 /** Runs the CLI and returns its exit status; user mistakes never print a stack trace. */
 export async function main(args: string[]): Promise<number> {
-  await setupLogging();
+  // A running gateway reports what it does (cron replies, requests); one-shot commands are quiet.
+  await setupLogging(args[0] === "start" ? "info" : "warning");
   try {
     return await run(args);
   } catch (error) {

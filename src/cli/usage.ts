@@ -1,9 +1,14 @@
 /** The command-line surface (DESIGN §5); tests and docs rely on it. */
 export const USAGE = `Usage:
+  coop start   [--config FILE]                 run the gateway (HTTP channel, cron jobs)
+  coop chat    [--config FILE]                 terminal chat as the terminal user
+  coop check   [--config FILE] [--json]        validate config; exit 1 on errors
   coop sandbox status [--json]
   coop sandbox test   [--json]
-  coop sandbox exec [--workspace DIR] [--network none|host] [--timeout DURATION] [--json] -- CMD [ARG...]
-  coop check   [--config FILE] [--json]
+  coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...
+                    [--memory SIZE] [--pids N] [--timeout DURATION] [--json] -- CMD [ARG...]
+
+The config file defaults to ./coop.toml (see coop.example.toml).
 
 sandbox exec runs CMD in the sandbox a non-owner gets (no shell unless you ask for one).
 Exit status: the command's; 128+N when killed by signal N; 124 on timeout; 125 when the

@@ -14,8 +14,8 @@ const NAMESPACE_CHECKS = [
 ];
 
 /** One line saying which protections were measured in force, and which were not. */
-export function sandboxBanner(report: ProbeReport, sandboxEnabled = true): string {
-  if (!sandboxEnabled) return "⚠ Sandbox: disabled — non-owner bash is refused";
+export function sandboxBanner(report: ProbeReport | null, sandboxEnabled = true): string {
+  if (!sandboxEnabled || report === null) return "⚠ Sandbox: disabled — non-owner bash is refused";
   if (!report.available) {
     return `✗ Sandbox: unavailable (${report.error}) — non-owner commands are refused`;
   }

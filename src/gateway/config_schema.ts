@@ -90,7 +90,8 @@ export const sandboxSchema = z.strictObject({
 });
 
 /** `host:port` or `[v6]:port`, port 1-65535. */
-const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([1-9][0-9]{0,4})$/;
+// Port 0 asks the kernel for a free port (coop start prints the one it got).
+const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(0|[1-9][0-9]{0,4})$/;
 
 /** One `[[providers]]` entry; `type` is the older spelling of `kind` and still accepted. */
 export const providerSchema = z.strictObject({
@@ -173,7 +174,7 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(false),
       listen: z.string().regex(LISTEN, 'must be "host:port", e.g. "127.0.0.1:8787"').refine(
         (v) => Number(v.slice(v.lastIndexOf(":") + 1)) <= 65535,
-        "port must be 1-65535",
+        "port must be 0-65535 (0: any free port)",
       ).default("127.0.0.1:8787"),
       max_body_bytes: z.number().int().min(1024, "must be at least 1024").default(1 << 20),
       tokens: z.array(z.strictObject({

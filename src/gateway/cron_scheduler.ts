@@ -306,7 +306,12 @@ export class CronScheduler {
   async #deliver(state: JobState, payload: CronReplyPayload): Promise<void> {
     const target = state.job.replyTo;
     if (target.kind === "log") {
-      log.info("cron.reply", { event: "cron.reply", ...payload });
+      // The reply is the point of a "log" job: it is in the message, not only in the properties.
+      log.info("cron.reply {job} as {user}: {outcome}", {
+        event: "cron.reply",
+        ...payload,
+        outcome: payload.ok ? payload.reply : `failed: ${payload.error}`,
+      });
       return;
     }
     try {

@@ -1,0 +1,82 @@
+/**
+ * What `coop start` and `coop chat` do before serving: load and check the config (errors stop
+ * here, with file and key), measure the sandbox for the banner, open the state database.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { CoopError } from "../core/errors.ts";
+import { sandboxBanner } from "../gateway/banner.ts";
+import { type CoopConfig, loadConfig } from "../gateway/config.ts";
+import { checkConfig } from "../gateway/config_check.ts";
+import { ConfigError, formatDiagnostic } from "../gateway/config_diagnostic.ts";
+import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
+import { probe, type ProbeReport } from "../sandbox/mod.ts";
+import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
+
+/** A gateway ready to serve, and the measured sandbox line to show. */
+export interface StartedGateway {
+  config: CoopConfig;
+  gateway: Gateway;
+  /** The startup banner's sandbox line (measured by a probe sandbox). */
+  banner: string;
+}
+
+/** What startup may be given instead of the real world (tests). */
+export interface StartupDependencies extends GatewayDependencies {
+  /** Measures the sandbox; default: a real probe sandbox. */
+  probe?: () => Promise<ProbeReport>;
+  /** Where diagnostics go; default stderr. */
+  writeError?: (text: string) => void;
+}
+
+/** Parses `[--config FILE]`, the only option of `start` and `chat`. */
+export function parseConfigOption(args: string[]): string {
+  const { values } = parseArgs({
+    args,
+    options: { config: { type: "string", default: DEFAULT_CONFIG_FILE } },
+    allowPositionals: false,
+  });
+  return values.config ?? DEFAULT_CONFIG_FILE;
+}
+
+const stderr = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text));
+
+/**
+ * Loads, checks and opens everything; returns the exit status instead when the config has
+ * errors or the state database cannot be opened (each reported with its file and key).
+ */
+export async function startGateway(
+  file: string,
+  deps: StartupDependencies = {},
+): Promise<StartedGateway | number> {
+  const write = deps.writeError ?? stderr;
+  let config: CoopConfig;
+  try {
+    config = await loadConfig(file);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    for (const d of error.diagnostics) write(`error: ${formatDiagnostic(file, d)}\n`);
+    write(
+      `coop: ${file} has errors; nothing was started (check it with: coop check --config ${file})\n`,
+    );
+    return 1;
+  }
+  const diagnostics = checkConfig(config);
+  for (const d of diagnostics) write(`${d.severity}: ${formatDiagnostic(file, d)}\n`);
+  if (diagnostics.some((d) => d.severity === "error")) {
+    write(`coop: ${file} has errors; nothing was started\n`);
+    return 1;
+  }
+  // Measured, never assumed; not measured at all when the sandbox is off (nothing would use it).
+  const report = config.sandbox.enabled ? await (deps.probe ?? probe)() : null;
+  const banner = sandboxBanner(report, config.sandbox.enabled);
+  let gateway: Gateway;
+  try {
+    gateway = Gateway.open(config, deps);
+  } catch (error) {
+    if (!(error instanceof CoopError)) throw error;
+    write(`coop: cannot open the state database in ${config.agent.stateDir}: ${error.message}\n`);
+    return 1;
+  }
+  return { config, gateway, banner };
+}

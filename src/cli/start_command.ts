@@ -1,0 +1,83 @@
+/**
+ * `coop start [--config FILE]`: serves the configured channels (HTTP) and runs the cron jobs
+ * until SIGTERM or SIGINT, then drains: turns in flight are cancelled (their sandboxes killed),
+ * the scheduler stops, the state database is closed, and the process exits 0.
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { serveHttpChannel } from "../channels/http_channel.ts";
+import { CronScheduler } from "../gateway/cron_scheduler.ts";
+import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
+
+const log = getLogger(["coop", "start"]);
+
+/** Channels a config may name that this version cannot serve yet. */
+const UNSERVED_CHANNELS = ["telegram", "signal"] as const;
+
+const say = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(`coop: ${text}\n`));
+
+/** Runs the gateway until a stop signal; returns the exit status. */
+export async function startCommand(
+  args: string[],
+  deps: StartupDependencies = {},
+): Promise<number> {
+  const file = parseConfigOption(args);
+  const started = await startGateway(file, deps);
+  if (typeof started === "number") return started;
+  const { config, gateway, banner } = started;
+  say(banner);
+  for (const name of UNSERVED_CHANNELS) {
+    if (config.channels[name]?.enabled) {
+      say(`warning: [channels.${name}] is enabled but this version cannot serve it; ignored`);
+    }
+  }
+  const http = config.channels.http?.enabled ? config.channels.http : undefined;
+  if (!http && config.cron.length === 0) {
+    gateway.close();
+    say(
+      `nothing to run in ${file}: enable [channels.http] or add [[cron]] jobs ` +
+        "(the terminal is `coop chat`)",
+    );
+    return 1;
+  }
+
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  Deno.addSignalListener("SIGTERM", onSignal);
+  Deno.addSignalListener("SIGINT", onSignal);
+  const stopped = new Promise<void>((resolve) =>
+    stop.signal.addEventListener("abort", () => resolve(), { once: true })
+  );
+
+  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  if (http) {
+    const tokens = http.tokens.flatMap((t) => {
+      const token = Deno.env.get(t.token_env) ?? "";
+      if (token === "") say(`warning: ${t.token_env} is not set; requests as http:${t.id} get 401`);
+      return token === "" ? [] : [{ id: t.id, token }];
+    });
+    server = serveHttpChannel(http.listen, {
+      tokens,
+      maxBodyBytes: http.max_body_bytes,
+      handle: gateway.handle,
+    });
+    const { hostname, port } = server.addr;
+    say(`http channel on http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`);
+  }
+  const cron = new CronScheduler({ jobs: config.cron, runTurn: gateway.runCronJob });
+  cron.start();
+  if (config.cron.length) say(`cron: ${config.cron.length} job(s) scheduled`);
+  say("ready (SIGTERM or Ctrl-C stops)");
+
+  await stopped;
+  say("stopping: cancelling turns in flight…");
+  log.info("gateway.stopping", { event: "gateway.stopping" });
+  // Cancel turns first: an HTTP shutdown waits for its requests, which wait for their turns.
+  await Promise.all([gateway.drain(), cron.stop()]);
+  await server?.shutdown();
+  gateway.close();
+  Deno.removeSignalListener("SIGTERM", onSignal);
+  Deno.removeSignalListener("SIGINT", onSignal);
+  say("stopped");
+  return 0;
+}

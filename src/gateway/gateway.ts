@@ -1,0 +1,292 @@
+/**
+ * The gateway: one message in from a channel or a cron job → who is speaking → their session →
+ * the agent loop with the tools `authorize()` allows → every message persisted as it completes →
+ * the reply out. Owns the state database, the executor and the in-flight turns (for draining).
+ * @module
+ */
+import type { DatabaseSync } from "node:sqlite";
+import { getLogger } from "@logtape/logtape";
+import { type ChatMessage, runTurn, TurnError } from "../agent/mod.ts";
+import { loadSystemPrompt, withTurnContext } from "../agent/system_prompt.ts";
+import { type ProviderOptions, selectModel } from "../agent/provider_registry.ts";
+import { CoopError } from "../core/errors.ts";
+import type { TrustLevel } from "../core/trust.ts";
+import { SANDBOX_WORKSPACE_MOUNT } from "../core/workspace_path.ts";
+import type { IncomingMessage, TurnOutcome } from "../channels/turn_handler.ts";
+import { allowedTools, executorTool } from "./agent_tools.ts";
+import { effectiveTrust } from "./authorization.ts";
+import { chatHistory, toSessionMessage } from "./chat_history.ts";
+import type { CoopConfig, CronJobConfig } from "./config.ts";
+import type { CronTurnResult } from "./cron_scheduler.ts";
+import { MemoryDatabase } from "./memory_store.ts";
+import { type Route, routeMessage } from "./router.ts";
+import { type ExecutorDependencies, SandboxExecutor } from "./sandbox_executor.ts";
+import { newSessionId, type SessionKey, SessionStore } from "./session_store.ts";
+import { openStateDb } from "./state_db.ts";
+
+const log = getLogger(["coop", "gateway"]);
+
+/** Messages of a session given to the model as context. */
+export const HISTORY_LIMIT = 200;
+
+/** A turn that could not run or failed; `code` is stable, the message safe to show the owner. */
+export class GatewayError extends CoopError {
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+    this.name = "GatewayError";
+  }
+}
+
+/** What the gateway may be given instead of the real world (tests inject fakes). */
+export interface GatewayDependencies {
+  /** The executor's dependencies (fake sandbox, host runner, environment). */
+  executor?: ExecutorDependencies;
+  /** Provider options (environment lookup, retry policy, fetch). */
+  provider?: ProviderOptions;
+  /** An open state database; default `openStateDb(config.agent.stateDir)`. */
+  db?: DatabaseSync;
+}
+
+/** A turn as the gateway runs it, from a channel or a cron job. */
+interface TurnRequest {
+  channel: string;
+  route: Route;
+  text: string;
+  session?: string;
+  cronJob?: CronJobConfig;
+  signal?: AbortSignal;
+  onEvent?: IncomingMessage["onEvent"];
+}
+
+/**
+ * Runs turns for every channel. `handle` is the channels' `TurnHandler`; `runCronJob` is the
+ * cron scheduler's runner; `drain` cancels what is in flight (SIGTERM).
+ *
+ * @example
+ * ```ts
+ * const gateway = Gateway.open(await loadConfig("coop.toml"));
+ * const outcome = await gateway.handle({ channel: "http", sender: "bob", text: "hi" });
+ * await gateway.drain();
+ * gateway.close();
+ * ```
+ */
+export class Gateway {
+  readonly config: CoopConfig;
+  readonly executor: SandboxExecutor;
+  readonly sessions: SessionStore;
+  readonly #db: DatabaseSync;
+  readonly #providerOptions: ProviderOptions;
+  readonly #inFlight = new Map<AbortController, Promise<unknown>>();
+  #draining = false;
+
+  private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
+    this.config = config;
+    this.#db = db;
+    this.sessions = new SessionStore(db);
+    this.executor = new SandboxExecutor(config, {
+      memory: new MemoryDatabase(db),
+      ...deps.executor,
+    });
+    this.#providerOptions = deps.provider ?? {};
+  }
+
+  /** Opens the state database and builds the executor for `config`. */
+  static open(config: CoopConfig, deps: GatewayDependencies = {}): Gateway {
+    return new Gateway(config, deps.db ?? openStateDb(config.agent.stateDir), deps);
+  }
+
+  /** Who a channel sender is; `[channels.terminal] user` names the terminal's user outright. */
+  route(channel: string, sender: string): Route {
+    const terminalUser = this.config.channels.terminal?.user;
+    if (channel === "terminal" && terminalUser) {
+      const user = this.config.users.find((u) => u.name === terminalUser);
+      if (user) {
+        return {
+          principal: { name: user.name, trust: user.trust },
+          user,
+          ceiling: null,
+          reason: "matched",
+        };
+      }
+    }
+    return routeMessage(this.config, { channel, sender });
+  }
+
+  /** The channels' turn handler: routes the sender and runs the turn. */
+  handle = (message: IncomingMessage): Promise<TurnOutcome> =>
+    this.#run({
+      channel: message.channel,
+      route: this.route(message.channel, message.sender),
+      text: message.text,
+      session: message.session,
+      signal: message.signal,
+      onEvent: message.onEvent,
+    });
+
+  /** The cron scheduler's runner: a fresh session as the job's user, with the job's overrides. */
+  runCronJob = async (job: CronJobConfig, signal: AbortSignal): Promise<CronTurnResult> => {
+    const user = this.config.users.find((u) => u.name === job.user);
+    if (!user) {
+      throw new GatewayError(
+        "gateway.cron_unknown_user",
+        `cron job "${job.name}" runs as "${job.user}", who is not a configured user`,
+      );
+    }
+    const route: Route = {
+      principal: { name: user.name, trust: user.trust },
+      user,
+      ceiling: null,
+      reason: "matched",
+    };
+    const outcome = await this.#run({
+      channel: "cron",
+      route,
+      text: job.message,
+      cronJob: job,
+      signal,
+    });
+    return { reply: outcome.reply, session: outcome.session };
+  };
+
+  /** Forgets a session (`/clear`). */
+  clearSession(channel: string, sender: string, session: string): boolean {
+    const { principal } = this.route(channel, sender);
+    return this.sessions.clear({ channel, user: principal.name, session });
+  }
+
+  /** Cancels every turn in flight (killing their sandboxes) and waits for them to end. */
+  async drain(): Promise<void> {
+    this.#draining = true;
+    const turns = [...this.#inFlight];
+    log.info("gateway.drain {turns} turns in flight", {
+      event: "gateway.drain",
+      turns: turns.length,
+    });
+    for (const [controller] of turns) {
+      controller.abort(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
+    }
+    await Promise.allSettled(turns.map(([, turn]) => turn));
+  }
+
+  /** Closes the state database (every message is already committed). */
+  close(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+
+  #run(request: TurnRequest): Promise<TurnOutcome> {
+    if (this.#draining) {
+      return Promise.reject(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
+    }
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(request.signal?.reason);
+    if (request.signal?.aborted) onAbort();
+    else request.signal?.addEventListener("abort", onAbort, { once: true });
+    const turn = this.#turn(request, controller.signal).finally(() => {
+      request.signal?.removeEventListener("abort", onAbort);
+      this.#inFlight.delete(controller);
+    });
+    this.#inFlight.set(controller, turn);
+    return turn;
+  }
+
+  async #turn(request: TurnRequest, signal: AbortSignal): Promise<TurnOutcome> {
+    const { route, channel } = request;
+    const { principal, user } = route;
+    const key: SessionKey = {
+      channel,
+      user: principal.name,
+      session: request.session ?? newSessionId(),
+    };
+    const stored = this.sessions.history(key, HISTORY_LIMIT);
+    // Text from anyone else in this session taints the turn down to their trust.
+    const contributors = [
+      ...new Set(
+        stored.filter((m) => m.role === "user" && m.principal !== principal.name).map((m) =>
+          m.trust
+        ),
+      ),
+    ];
+    const situation = { channel, ceiling: route.ceiling, contributors };
+    const trust = effectiveTrust(principal, {
+      ...situation,
+      sandboxEnabled: this.executor.sandboxEnabled,
+    });
+    const persist = (message: ChatMessage) =>
+      this.sessions.append(key, toSessionMessage(message, principal.name, trust));
+    const started = performance.now();
+    log.info("gateway.turn.start", {
+      event: "gateway.turn.start",
+      channel,
+      principal: principal.name,
+      trust,
+      route: route.reason,
+      session: key.session,
+      cronJob: request.cronJob?.name,
+    });
+    const { provider, model } = selectModel(
+      this.config.agent.model,
+      this.config.providers,
+      this.#providerOptions,
+    );
+    const tools = allowedTools(this.executor, principal, situation);
+    const system = withTurnContext(await loadSystemPrompt(this.config.agent.workspace), {
+      user: principal.name,
+      trust,
+      channel,
+      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, this.config),
+    });
+    // The user's message is committed before the model sees it: a crash cannot lose it.
+    persist({ role: "user", content: request.text });
+    try {
+      const result = await runTurn({
+        provider,
+        model,
+        system,
+        history: chatHistory(stored),
+        userText: request.text,
+        tools,
+        executeTool: executorTool(this.executor, {
+          principal,
+          situation,
+          user,
+          cronJob: request.cronJob,
+        }),
+        maxIterations: this.config.agent.maxIterations,
+        maxTokens: this.config.agent.maxTokens,
+        signal,
+        onEvent: request.onEvent,
+        onMessage: persist,
+      });
+      log.info("gateway.turn.end", {
+        event: "gateway.turn.end",
+        channel,
+        principal: principal.name,
+        session: key.session,
+        stopReason: result.stopReason,
+        tools: result.tools,
+        durationMs: Math.round(performance.now() - started),
+      });
+      if (result.stopReason === "cancelled" && signal.reason instanceof GatewayError) {
+        throw signal.reason;
+      }
+      return { reply: result.reply, session: key.session, tools: result.tools };
+    } catch (error) {
+      if (error instanceof TurnError) {
+        log.error("gateway.turn.failed {code}: {message}", {
+          event: "gateway.turn.failed",
+          channel,
+          principal: principal.name,
+          session: key.session,
+          code: error.code,
+          message: error.message,
+        });
+      }
+      throw error;
+    }
+  }
+}
+
+/** Where the turn's tools see files: the owner's on the host, everyone else's in the sandbox. */
+function workspaceSeenBy(trust: TrustLevel, config: CoopConfig): string {
+  return trust === "owner" ? config.agent.workspace : SANDBOX_WORKSPACE_MOUNT;
+}
