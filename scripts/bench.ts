@@ -241,4 +241,16 @@ if (import.meta.main) {
     stderr: "inherit",
   }).output();
   if (!proxy.success) console.log("proxy cost: the comparison failed (see above)");
+  console.log();
+  const gateway = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      new URL("./bench_gateway.ts", import.meta.url).pathname,
+    ],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!gateway.success) console.log("gateway overhead: the comparison failed (see above)");
 }

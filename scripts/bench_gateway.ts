@@ -1,0 +1,257 @@
+/**
+ * Gateway overhead per tool call (issue 6): one turn of 10 `bash` tool calls through the real
+ * gateway — in-process, real sandbox, real SQLite sessions — against a provider on loopback that
+ * answers instantly, vs the same 10 commands straight through `exec()` with the policy the
+ * executor builds. Rounds interleave both so that drift hits them equally. Run by
+ * `deno task bench` (scripts/bench.ts); informational: a missed goal is marked, never fails.
+ * @module
+ */
+import { join } from "node:path";
+import type { TurnOutcome } from "../src/channels/turn_handler.ts";
+import { type CoopConfig, parseConfig } from "../src/gateway/config.ts";
+import { Gateway } from "../src/gateway/gateway.ts";
+import { toSandboxPolicy } from "../src/gateway/sandbox_settings.ts";
+import { scopeFor } from "../src/gateway/user_scope.ts";
+import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
+import type { ScriptedReply } from "../tests/agent/scripted_server.ts";
+import { ANTHROPIC } from "../tests/agent/wire_formats.ts";
+
+const CALLS = 10;
+const WARMUP_ROUNDS = 3;
+const ROUNDS = 50;
+const COMMAND = "true";
+const FINAL_TEXT = "done";
+/** Goal from issue 6: what the gateway may add to each tool call, at p50. */
+const GOAL_MS_PER_CALL = 2;
+/** The executor's output cap (`MAX_CAPTURE_BYTES` in sandbox_executor.ts, not exported). */
+const MAX_CAPTURE_BYTES = 1 << 20;
+/** Messages a turn appends: the user's, then a call and a result per step, then the reply. */
+const APPENDS_PER_TURN = 1 + 2 * CALLS + 1;
+
+/** A run that must not be reported: the turns did not do what is being measured. */
+class BenchAborted extends Error {}
+
+/** Where the gateway spent one turn, from wrappers around its executor and session store. */
+interface TurnParts {
+  executorMs: number;
+  appendMs: number;
+  appends: number;
+}
+
+/** One interleaved round: a gateway turn and a direct batch of the same commands. */
+interface Round extends TurnParts {
+  turnMs: number;
+  directMs: number;
+}
+
+/** Nearest-rank percentile (p in 0..100) of unsorted samples, as in bench.ts. */
+function percentile(samples: readonly number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+/**
+ * The Messages API on loopback, answering at once: a turn's request holds the user's message
+ * and then one call and one result per step so far, so its length says which reply is next.
+ */
+function startProvider(): Deno.HttpServer<Deno.NetAddr> {
+  const body = (reply: ScriptedReply) => (reply.chunks ?? []).join("");
+  const args = JSON.stringify({ command: COMMAND });
+  const toolCalls = Array.from(
+    { length: CALLS },
+    (_, step) => body(ANTHROPIC.toolCall(`toolu_${step}`, "bash", [args])),
+  );
+  const final = body(ANTHROPIC.text([FINAL_TEXT]));
+  const headers = { "content-type": "text/event-stream" };
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const { messages } = await request.json() as { messages: unknown[] };
+    const step = (messages.length - 1) / 2;
+    if (!Number.isInteger(step) || step > CALLS) {
+      return Response.json({ type: "error", error: { message: "unexpected request" } }, {
+        status: 400,
+      });
+    }
+    return new Response(step < CALLS ? toolCalls[step] : final, { headers });
+  });
+}
+
+function benchConfig(dir: string, providerUrl: string): CoopConfig {
+  const text = `
+[agent]
+model = "bench/m"
+workspace = "workspace"
+state_dir = "state"
+max_iterations = 20
+[[users]]
+name = "bob"
+trust = "full"
+match = ["http:bob"]
+[[providers]]
+name = "bench"
+kind = "anthropic"
+base_url = "${providerUrl}"
+`;
+  return parseConfig(text, join(dir, "coop.toml"), dir);
+}
+
+/** Wraps the gateway's executor and session store to time them; returns the running totals. */
+function instrument(gateway: Gateway): TurnParts {
+  const parts: TurnParts = { executorMs: 0, appendMs: 0, appends: 0 };
+  const { executor, sessions } = gateway;
+  const call = executor.call.bind(executor);
+  executor.call = async (toolCall) => {
+    const start = performance.now();
+    try {
+      return await call(toolCall);
+    } finally {
+      parts.executorMs += performance.now() - start;
+    }
+  };
+  const append = sessions.append.bind(sessions);
+  sessions.append = (key, message) => {
+    const start = performance.now();
+    try {
+      return append(key, message);
+    } finally {
+      parts.appendMs += performance.now() - start;
+      parts.appends++;
+    }
+  };
+  return parts;
+}
+
+function checkTurn(outcome: TurnOutcome): void {
+  const ran = outcome.tools.length === CALLS &&
+    outcome.tools.every((t) => t.name === "bash" && t.sandboxed && t.exitCode === 0);
+  if (!ran || outcome.reply !== FINAL_TEXT) {
+    throw new BenchAborted(
+      `a gateway turn did not run ${CALLS} sandboxed bash calls that exited 0 and reply ` +
+        `"${FINAL_TEXT}": tools ${JSON.stringify(outcome.tools)}, reply ` +
+        JSON.stringify(outcome.reply),
+    );
+  }
+}
+
+async function gatewayTurn(gateway: Gateway, parts: TurnParts): Promise<Omit<Round, "directMs">> {
+  Object.assign(parts, { executorMs: 0, appendMs: 0, appends: 0 });
+  const start = performance.now();
+  const outcome = await gateway.handle({ channel: "http", sender: "bob", text: "go" });
+  const turnMs = performance.now() - start;
+  checkTurn(outcome);
+  if (parts.appends !== APPENDS_PER_TURN) {
+    throw new BenchAborted(`a turn appended ${parts.appends} messages, not ${APPENDS_PER_TURN}`);
+  }
+  return { turnMs, ...parts };
+}
+
+/** The same commands as a turn's tool calls, with the executor's policy and options. */
+async function directBatch(policy: SandboxPolicyInput, timeoutMs: number): Promise<number> {
+  const start = performance.now();
+  for (let i = 0; i < CALLS; i++) {
+    const result = await exec(policy, ["sh", "-c", COMMAND], {
+      timeoutMs,
+      maxOutputBytes: MAX_CAPTURE_BYTES,
+    });
+    if (result.exitCode !== 0) {
+      throw new BenchAborted(`direct exec() exited ${result.exitCode}: ${result.stderr}`);
+    }
+  }
+  return performance.now() - start;
+}
+
+/** The file system type under `path` (fsync cost depends on it), from /proc/self/mounts. */
+function fileSystemOf(path: string): string {
+  let best = { mount: "", type: "unknown" };
+  for (const line of Deno.readTextFileSync("/proc/self/mounts").split("\n")) {
+    const [, mount, type] = line.split(" ");
+    if (!mount || !type) continue;
+    const under = path === mount || path.startsWith(mount.endsWith("/") ? mount : mount + "/");
+    if (under && mount.length > best.mount.length) best = { mount, type };
+  }
+  return best.type;
+}
+
+const ms = (value: number) => value.toFixed(2).padStart(8);
+
+function print(rounds: readonly Round[], config: CoopConfig): void {
+  const p = (pick: (r: Round) => number, q: number) => percentile(rounds.map(pick), q);
+  const turnP50 = p((r) => r.turnMs, 50), directP50 = p((r) => r.directMs, 50);
+  const added = (turnP50 - directP50) / CALLS;
+  console.log(`${"".padEnd(46)}${"p50 ms".padStart(8)}${"p90 ms".padStart(8)}`);
+  console.log(
+    `${`gateway turn, ${CALLS} bash calls`.padEnd(46)}${ms(turnP50)}${ms(p((r) => r.turnMs, 90))}`,
+  );
+  console.log(
+    `${`direct exec() × ${CALLS}`.padEnd(46)}${ms(directP50)}${ms(p((r) => r.directMs, 90))}`,
+  );
+  const mark = added <= GOAL_MS_PER_CALL ? "✓ met" : "✗ not met";
+  console.log(
+    `${`added per call, (turn − direct) p50 / ${CALLS}`.padEnd(46)}${ms(added)} ms  ` +
+      `goal ≤ ${GOAL_MS_PER_CALL} ms  ${mark}`,
+  );
+  console.log();
+  console.log(
+    `where a turn goes, p50 over turns (ms per turn, per call); state dir on ` +
+      `${fileSystemOf(config.agent.stateDir)}, synchronous=FULL`,
+  );
+  const line = (label: string, value: number) =>
+    console.log(`  ${label.padEnd(58)}${ms(value)}${ms(value / CALLS)}`);
+  line(`executor.call × ${CALLS} (authorize, bash tool, exec())`, p((r) => r.executorMs, 50));
+  line(
+    `  of which beyond the round's direct exec() × ${CALLS}`,
+    p((r) => r.executorMs - r.directMs, 50),
+  );
+  line(`session appends × ${APPENDS_PER_TURN} (one fsynced commit each)`, p((r) => r.appendMs, 50));
+  line(
+    `the rest: ${CALLS + 1} provider round trips, SSE, loop, turn setup`,
+    p((r) => r.turnMs - r.executorMs - r.appendMs, 50),
+  );
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `gateway overhead per tool call: ${ROUNDS} rounds after ${WARMUP_ROUNDS} warm-up, each a ` +
+      `${CALLS}-call turn through the gateway and the same ${CALLS} commands through exec()`,
+  );
+  console.log(
+    `deno ${Deno.version.deno}, kernel ${Deno.osRelease()}, ${navigator.hardwareConcurrency} ` +
+      `CPUs, uid ${Deno.uid()}, ${new Date().toISOString()}`,
+  );
+  const dir = await Deno.makeTempDir({ prefix: "coop-bench-gateway-" });
+  const provider = startProvider();
+  let gateway: Gateway | undefined;
+  try {
+    const config = benchConfig(dir, `http://127.0.0.1:${provider.addr.port}`);
+    gateway = Gateway.open(config);
+    const parts = instrument(gateway);
+    const bob = config.users[0];
+    const settings = gateway.executor.settingsFor(bob);
+    const policy = toSandboxPolicy(settings, scopeFor(config, bob.name, false).hostRoot);
+    const rounds: Round[] = [];
+    // The first sandboxed call runs the sandbox self-test and creates bob's directory.
+    for (let i = 0; i < WARMUP_ROUNDS + ROUNDS; i++) {
+      // Alternate which side goes first, so neither always runs right after the other.
+      let directMs = 0;
+      if (i % 2 === 1) directMs = await directBatch(policy, settings.timeoutMs);
+      const turn = await gatewayTurn(gateway, parts);
+      if (i % 2 === 0) directMs = await directBatch(policy, settings.timeoutMs);
+      if (i >= WARMUP_ROUNDS) rounds.push({ ...turn, directMs });
+    }
+    print(rounds, config);
+  } finally {
+    gateway?.close();
+    await provider.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    console.log(`gateway overhead: aborted, no figures — ${reason}`);
+    Deno.exit(1);
+  }
+}
