@@ -1,0 +1,197 @@
+/**
+ * The gateway in-process: a scripted provider on loopback, a fake sandbox runner, a real state
+ * database. Routing, taint from history, the system prompt's turn context, drain, cron errors.
+ */
+import { join } from "node:path";
+import type { CommandResult } from "../../src/core/tool_contract.ts";
+import { parseConfig } from "../../src/gateway/config.ts";
+import { Gateway } from "../../src/gateway/gateway.ts";
+import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
+import { type ScriptedReply, withScriptedServer } from "../agent/scripted_server.ts";
+import { ANTHROPIC } from "../agent/wire_formats.ts";
+
+const format = ANTHROPIC;
+
+const SANDBOX_RESULT: CommandResult = {
+  exitCode: 0,
+  signal: null,
+  timedOut: false,
+  stdout: "sandboxed\n",
+  stderr: "",
+  truncated: false,
+  durationMs: 1,
+};
+
+function configText(dir: string, url: string, extra = ""): string {
+  return `
+[agent]
+model = "scripted/m"
+workspace = "${dir}/ws"
+state_dir = "${dir}/state"
+[[users]]
+name = "alice"
+trust = "owner"
+match = ["terminal:default"]
+[[users]]
+name = "bob"
+trust = "full"
+match = ["http:bob"]
+[[providers]]
+name = "scripted"
+kind = "anthropic"
+base_url = "${url}"
+${extra}`;
+}
+
+async function withGateway(
+  script: readonly ScriptedReply[],
+  fn: (
+    gateway: Gateway,
+    server: { requests: Array<{ body: Record<string, unknown> }> },
+  ) => Promise<void>,
+  extra = "",
+): Promise<void> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-gw-" }));
+  try {
+    await withScriptedServer(script, async (server) => {
+      const config = parseConfig(configText(dir, server.url, extra), join(dir, "coop.toml"), dir);
+      const gateway = Gateway.open(config, {
+        executor: {
+          env: { PATH: "/usr/bin:/bin" },
+          sandbox: () => Promise.resolve(SANDBOX_RESULT),
+        },
+      });
+      try {
+        await fn(gateway, server);
+      } finally {
+        gateway.close();
+      }
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const system = (body: Record<string, unknown>) => String(body.system);
+
+Deno.test("gateway: the system prompt names the speaker, their trust and where tools work", async () => {
+  await withGateway([format.text(["hi bob"]), format.text(["hi you"])], async (gateway, server) => {
+    const bob = await gateway.handle({ channel: "http", sender: "bob", text: "hello" });
+    assertEquals(bob.reply, "hi bob");
+    assertMatch(system(server.requests[0].body), /talking with bob \(trust: full\) via http/);
+    assertMatch(system(server.requests[0].body), /tools work in \/work\./);
+    await gateway.handle({ channel: "http", sender: "zed", text: "hello" });
+    assertMatch(system(server.requests[1].body), /talking with public \(trust: public\)/);
+    assertMatch(system(server.requests[1].body), /You have no tools/);
+  });
+});
+
+Deno.test("gateway: a session continues with its history; /clear forgets it", async () => {
+  const script = [format.text(["one"]), format.text(["two"]), format.text(["three"])];
+  await withGateway(script, async (gateway, server) => {
+    const first = await gateway.handle({ channel: "terminal", sender: "default", text: "a" });
+    await gateway.handle({
+      channel: "terminal",
+      sender: "default",
+      text: "b",
+      session: first.session,
+    });
+    assertEquals(format.messages(server.requests[1].body).length, 3);
+    const key = { channel: "terminal", user: "alice", session: first.session };
+    assertEquals(gateway.sessions.history(key).map((m) => m.role), [
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+    assert(gateway.clearSession("terminal", "default", first.session));
+    assertEquals(gateway.sessions.history(key), []);
+    await gateway.handle({
+      channel: "terminal",
+      sender: "default",
+      text: "c",
+      session: first.session,
+    });
+    assertEquals(format.messages(server.requests[2].body).length, 1);
+  });
+});
+
+Deno.test("gateway: text from a less trusted principal in the session taints the turn", async () => {
+  await withGateway([format.text(["ok"])], async (gateway, server) => {
+    const key = { channel: "http", user: "bob", session: "shared1" };
+    gateway.sessions.append(key, {
+      role: "user",
+      content: "from carol",
+      principal: "carol",
+      trust: "familiar",
+    });
+    await gateway.handle({ channel: "http", sender: "bob", text: "run it", session: "shared1" });
+    const offered = format.toolNames(server.requests[0].body);
+    assert(!offered.includes("bash"), `tainted to familiar: no bash (${offered})`);
+    assertMatch(system(server.requests[0].body), /\(trust: familiar\)/);
+  });
+});
+
+Deno.test("gateway: [channels.terminal] user names the terminal's user outright", async () => {
+  await withGateway([], (gateway) => {
+    assertEquals(gateway.route("terminal", "default").principal, { name: "bob", trust: "full" });
+    assertEquals(gateway.route("http", "bob").principal, { name: "bob", trust: "full" });
+    return Promise.resolve();
+  }, `[channels.terminal]\nuser = "bob"\n`);
+});
+
+Deno.test("gateway: drain cancels the turn in flight and refuses new ones", async () => {
+  await withGateway([format.hanging("thinking")], async (gateway) => {
+    let streamed = "";
+    const turn = gateway.handle({
+      channel: "http",
+      sender: "bob",
+      text: "long",
+      session: "d1",
+      onEvent: (event) => event.type === "text" && (streamed += event.text),
+    });
+    while (streamed === "") await new Promise((r) => setTimeout(r, 5));
+    await gateway.drain();
+    const error = await turn.catch((e) => e);
+    assertEquals(error.code, "gateway.shutdown");
+    const refused = await assertRejects(
+      () => gateway.handle({ channel: "http", sender: "bob", text: "more" }),
+      Error,
+    );
+    assertMatch(refused.message, /shutting down/);
+    // What was said is kept: the message and the text streamed before the cancel.
+    const history = gateway.sessions.history({ channel: "http", user: "bob", session: "d1" });
+    assertEquals(history.map((m) => m.role), ["user", "assistant"]);
+  });
+});
+
+Deno.test("gateway: a cron job for an unknown user fails with a clear error", async () => {
+  await withGateway([], async (gateway) => {
+    const job = {
+      name: "j",
+      schedule: "* * * * *",
+      user: "ghost",
+      message: "hi",
+      replyTo: { kind: "log" as const },
+      sandbox: {},
+    };
+    const error = await gateway.runCronJob(job, new AbortController().signal).catch((e) => e);
+    assertEquals(error.code, "gateway.cron_unknown_user");
+    assertMatch(error.message, /"ghost", who is not a configured user/);
+  });
+});
+
+Deno.test("gateway: no model configured is a provider error and nothing is recorded", async () => {
+  await withGateway([], async (gateway) => {
+    (gateway.config.agent as { model?: string }).model = undefined;
+    const error = await gateway.handle({
+      channel: "http",
+      sender: "bob",
+      text: "hi",
+      session: "m1",
+    })
+      .catch((e) => e);
+    assertEquals(error.code, "provider.not_configured");
+    assertEquals(gateway.sessions.history({ channel: "http", user: "bob", session: "m1" }), []);
+  });
+});
