@@ -42,7 +42,7 @@ export type ExecuteTool = (
   signal: AbortSignal,
 ) => Promise<ToolExecution>;
 
-/** Something that happened during a turn (the same shape as the channels' `TurnEvent`). */
+/** Something that happened during a turn; channels receive these as `TurnEvent`. */
 export type AgentEvent =
   | { type: "text"; text: string }
   | { type: "tool_start"; name: string; sandboxed: boolean; summary: string }
@@ -54,10 +54,12 @@ export type AgentEvent =
     isError: boolean;
   };
 
-/** One tool call of the turn, as reported to the caller. */
+/** One tool call of the turn, as reported to the caller (and in the HTTP reply's `tools`). */
 export interface AgentToolSummary {
   name: string;
+  /** True when the call ran in the sandbox (false: on the host, the owner's, or refused). */
   sandboxed: boolean;
+  /** bash's exit code; null for other tools or when the call was refused. */
   exitCode: number | null;
 }
 

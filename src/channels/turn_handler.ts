@@ -3,6 +3,7 @@
  * `IncomingMessage` and answers with the `TurnOutcome`. The gateway decides everything else.
  * @module
  */
+import type { AgentEvent, AgentToolSummary } from "../agent/agent_loop.ts";
 
 /** A message as a channel received it. */
 export interface IncomingMessage {
@@ -20,26 +21,11 @@ export interface IncomingMessage {
   onEvent?: (event: TurnEvent) => void;
 }
 
-/** Something that happened during a turn. */
-export type TurnEvent =
-  | { type: "text"; text: string }
-  | { type: "tool_start"; name: string; sandboxed: boolean; summary: string }
-  | {
-    type: "tool_end";
-    name: string;
-    sandboxed: boolean;
-    exitCode: number | null;
-    isError: boolean;
-  };
+/** Something that happened during a turn (streamed text, tool calls): the agent loop's events. */
+export type TurnEvent = AgentEvent;
 
-/** One tool call of the turn, as reported to the caller. */
-export interface ToolSummary {
-  name: string;
-  /** True when the call ran in the sandbox (false: on the host, the owner's). */
-  sandboxed: boolean;
-  /** bash's exit code; null for other tools or when the call was refused. */
-  exitCode: number | null;
-}
+/** One tool call of the turn, as reported to the caller (`sandboxed`, bash's `exitCode`). */
+export type ToolSummary = AgentToolSummary;
 
 /** The gateway's answer to one message. */
 export interface TurnOutcome {

@@ -7,30 +7,14 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { hostProcessesWith, sandboxTest } from "../sandbox/harness.ts";
+import { coopToml } from "./coop_toml.ts";
 import { coopArgv, makeCoopHome } from "./gateway_process.ts";
 
 const format = ANTHROPIC;
 const SHADOW = "cat /etc/shadow; ls /home; id";
 
-function config(serverUrl: string): string {
-  return `
-[agent]
-model = "scripted/m"
-workspace = "{{dir}}/workspace"
-state_dir = "{{dir}}/state"
-[[users]]
-name = "alice"
-trust = "owner"
-match = ["terminal:default"]
-[[users]]
-name = "bob"
-trust = "full"
-match = ["http:bob"]
-[[providers]]
-name = "scripted"
-kind = "anthropic"
-base_url = "${serverUrl}"
-`;
+function config(baseUrl: string): string {
+  return coopToml({ kind: "anthropic", baseUrl });
 }
 
 async function hostId(): Promise<string> {

@@ -12,25 +12,17 @@ import { withScriptedServer } from "../agent/scripted_server.ts";
 import { OPENAI } from "../agent/wire_formats.ts";
 import { ManualClock } from "../gateway/manual_clock.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
+import { coopToml } from "./coop_toml.ts";
 
 const format = OPENAI;
 const COMMAND = "id; df -k /tmp | tail -n 1";
 
-function config(dir: string, provider: string, callback: string): string {
-  return `
-[agent]
-model = "scripted/m"
-workspace = "${dir}/workspace"
-state_dir = "${dir}/state"
-[[users]]
-name = "alice"
-trust = "owner"
-[[users]]
-name = "bob"
-trust = "full"
-match = ["http:bob"]
-[users.sandbox]
-tmp_size = "2M"
+function config(dir: string, baseUrl: string, callback: string): string {
+  return coopToml({
+    kind: format.kind,
+    baseUrl,
+    bob: '[users.sandbox]\ntmp_size = "2M"',
+    extra: `
 [[cron]]
 name = "nightly"
 schedule = "0 3 * * *"
@@ -39,11 +31,8 @@ message = "nightly check"
 reply_to = "${callback}"
 [cron.sandbox]
 tmp_size = "1M"
-[[providers]]
-name = "scripted"
-kind = "${format.kind}"
-base_url = "${provider}"
-`;
+`,
+  }).replaceAll("{{dir}}", dir);
 }
 
 sandboxTest(

@@ -9,6 +9,7 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { hostProcessesWith, sandboxTest } from "../sandbox/harness.ts";
+import { coopToml, httpChannelToml } from "./coop_toml.ts";
 import {
   type CoopHome,
   makeCoopHome,
@@ -20,30 +21,8 @@ import {
 const BOB = { BOB_TOKEN: "bob-secret" };
 const format = ANTHROPIC;
 
-function config(serverUrl: string): string {
-  return `
-[agent]
-model = "scripted/m"
-workspace = "{{dir}}/workspace"
-state_dir = "{{dir}}/state"
-[[users]]
-name = "alice"
-trust = "owner"
-[[users]]
-name = "bob"
-trust = "full"
-match = ["http:bob"]
-[[providers]]
-name = "scripted"
-kind = "anthropic"
-base_url = "${serverUrl}"
-[channels.http]
-enabled = true
-listen = "127.0.0.1:0"
-[[channels.http.tokens]]
-id = "bob"
-token_env = "BOB_TOKEN"
-`;
+function config(baseUrl: string): string {
+  return coopToml({ kind: "anthropic", baseUrl, extra: httpChannelToml(["bob"]) });
 }
 
 /** Rewrites the provider address (each gateway run talks to a fresh scripted server). */

@@ -7,50 +7,13 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC, OPENAI } from "../agent/wire_formats.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
+import { coopToml, httpChannelToml } from "./coop_toml.ts";
 import { makeCoopHome, postMessage, startGateway, stopGateway } from "./gateway_process.ts";
 
 const TOKENS = { BOB_TOKEN: "bob-secret-1", CAROL_TOKEN: "carol-secret-2", DAVE_TOKEN: "dave-3" };
 
-function config(kind: string, serverUrl: string): string {
-  return `
-[agent]
-model = "scripted/test-model"
-workspace = "{{dir}}/workspace"
-state_dir = "{{dir}}/state"
-
-[[users]]
-name = "alice"
-trust = "owner"
-match = ["terminal:default"]
-
-[[users]]
-name = "bob"
-trust = "full"
-match = ["http:bob"]
-
-[[users]]
-name = "carol"
-trust = "familiar"
-match = ["http:carol"]
-
-[[providers]]
-name = "scripted"
-kind = "${kind}"
-base_url = "${serverUrl}"
-
-[channels.http]
-enabled = true
-listen = "127.0.0.1:0"
-[[channels.http.tokens]]
-id = "bob"
-token_env = "BOB_TOKEN"
-[[channels.http.tokens]]
-id = "carol"
-token_env = "CAROL_TOKEN"
-[[channels.http.tokens]]
-id = "dave"
-token_env = "DAVE_TOKEN"
-`;
+function config(kind: string, baseUrl: string): string {
+  return coopToml({ kind, baseUrl, extra: httpChannelToml(["bob", "carol", "dave"]) });
 }
 
 const SHADOW = "cat /etc/shadow; ls /home; id";

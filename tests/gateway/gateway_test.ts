@@ -9,6 +9,7 @@ import { Gateway } from "../../src/gateway/gateway.ts";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { type ScriptedReply, withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
+import { coopToml } from "../e2e/coop_toml.ts";
 
 const format = ANTHROPIC;
 
@@ -22,25 +23,8 @@ const SANDBOX_RESULT: CommandResult = {
   durationMs: 1,
 };
 
-function configText(dir: string, url: string, extra = ""): string {
-  return `
-[agent]
-model = "scripted/m"
-workspace = "${dir}/ws"
-state_dir = "${dir}/state"
-[[users]]
-name = "alice"
-trust = "owner"
-match = ["terminal:default"]
-[[users]]
-name = "bob"
-trust = "full"
-match = ["http:bob"]
-[[providers]]
-name = "scripted"
-kind = "anthropic"
-base_url = "${url}"
-${extra}`;
+function configText(dir: string, baseUrl: string, extra = ""): string {
+  return coopToml({ kind: "anthropic", baseUrl, extra }).replaceAll("{{dir}}", dir);
 }
 
 async function withGateway(
