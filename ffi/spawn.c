@@ -30,6 +30,7 @@
 #include "layers.h"
 #include "protocol.h"
 #include "sys.h"
+#include "workspace.h"
 
 #ifndef COOP_SOURCE_HASH
 #error "build with scripts/build_ffi.ts: it defines COOP_SOURCE_HASH"
@@ -157,18 +158,16 @@ static void keep_capabilities_across_exec(void) {
  * workspace, mapped through the sandbox's own user namespace, makes the invoker's files the
  * sandbox root's and stores what the sandbox creates as the invoker's. Only a process with
  * CAP_SYS_ADMIN in the initial namespace can make it, so the gateway makes it here and hands
- * it to the init with the go byte. */
+ * it to the init with the go byte. A symlink anywhere in the path fails it (ffi/workspace.h). */
 static int idmapped_workspace(pid_t pid, const char *workspace) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/ns/user", pid);
   int userns = open(path, O_RDONLY | O_CLOEXEC);
   if (userns < 0) return -errno;
-  int tree = (int)syscall(SYS_open_tree, AT_FDCWD, workspace,
-                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  int tree = (int)coop_workspace_tree(workspace);
   if (tree < 0) {
-    int err = errno;
     close(userns);
-    return -err;
+    return tree;
   }
   struct mount_attr attr = {
       .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,

@@ -8,6 +8,8 @@
 #include <linux/fcntl.h>
 #include <linux/mount.h>
 
+#include "../workspace.h"
+
 #ifndef MNT_DETACH
 #define MNT_DETACH 2 /* <sys/mount.h> is glibc's; this binary has no libc */
 #endif
@@ -102,6 +104,25 @@ static void bind_host_path(int step, const char *src, const char *dst, unsigned 
   coop_check(step, set_attrs(dst, attrs, 1));
 }
 
+/* The workspace at /work, attached by fd: the gateway's idmapped tree for root invokers,
+ * else a tree cloned here from the host path (never a bind by path: ffi/workspace.h). */
+static void mount_workspace(const struct coop_spec *spec) {
+  const int step = COOP_STEP_MOUNT_WORKSPACE;
+  long tree = spec->workspace_fd;
+  if (tree < 0) {
+    /* "/oldroot" is a plain directory of our tmpfs; every component after it is the host's. */
+    char host[COOP_PATH_MAX];
+    coop_check(step, coop_join(host, "/oldroot", spec->workspace));
+    tree = coop_check(step, coop_workspace_tree(host));
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    coop_check(step, SYS5(__NR_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                          sizeof attr));
+  }
+  coop_check(step, make_dirs("/work"));
+  coop_check(step, SYS5(__NR_move_mount, tree, "", AT_FDCWD, "/work", MOVE_MOUNT_F_EMPTY_PATH));
+  SYS1(__NR_close, tree);
+}
+
 static void mount_tmpfs(int step, const char *dst, const char *mode, unsigned long size,
                         unsigned long flags) {
   char data[96], num[24];
@@ -174,15 +195,7 @@ void coop_build_root(const struct coop_spec *spec) {
     bind_host_path(COOP_STEP_BIND_READONLY, spec->ro_binds[i].a, spec->ro_binds[i].b, ro);
 
   coop_step(spec, COOP_STEP_MOUNT_WORKSPACE);
-  if (spec->workspace_fd >= 0) {
-    coop_check(COOP_STEP_MOUNT_WORKSPACE, make_dirs("/work"));
-    coop_check(COOP_STEP_MOUNT_WORKSPACE, SYS5(__NR_move_mount, spec->workspace_fd, "", AT_FDCWD,
-                                               "/work", MOVE_MOUNT_F_EMPTY_PATH));
-    SYS1(__NR_close, spec->workspace_fd);
-  } else {
-    bind_host_path(COOP_STEP_MOUNT_WORKSPACE, spec->workspace, "/work",
-                   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-  }
+  mount_workspace(spec);
 
   coop_step(spec, COOP_STEP_MOUNT_TMP);
   mount_tmpfs(COOP_STEP_MOUNT_TMP, "/tmp", "1777", spec->tmp_size, MS_NOSUID | MS_NODEV);

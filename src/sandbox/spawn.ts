@@ -146,6 +146,10 @@ function hintFor(step: string, errno: number): string | undefined {
       "not run (fail closed)";
   }
   if (step === "mount-workspace" && errno === 2) return "the workspace directory does not exist";
+  if (step === "mount-workspace" && errno === 40) {
+    return "the workspace is a symlink, or became one while the sandbox was being set up; " +
+      "Coop never follows it (configure the directory it points to)";
+  }
   if (step === "mount-proc") {
     return "procfs cannot be mounted here (a container that masks /proc?); run Coop on the host";
   }
@@ -168,6 +172,53 @@ export async function spawnSandboxed(
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
   const policy = resolvePolicy(policyInput);
+  const workspace = canonicalWorkspace(policy.workspace);
+  return await spawnWorkspaceAsGiven({ ...policy, workspace }, argv, options);
+}
+
+/**
+ * The workspace with its parent directories resolved once, the last component kept as given.
+ *
+ * The parents are the owner's (a workspace root under a symlinked home keeps working); the
+ * last component may be a directory another sandbox can replace (a shared workspace holds the
+ * per-user ones), so it is never resolved here — resolving it would hand the C side a
+ * symlink's target, e.g. `/etc`. The C side then opens the result refusing every symlink
+ * (ffi/workspace.h), so a swap after this point fails setup closed with ELOOP.
+ *
+ * @example
+ * ```ts
+ * canonicalWorkspace("/home/me/ws/bob"); // "/var/home/me/ws/bob" when /home → /var/home
+ * ```
+ */
+export function canonicalWorkspace(path: string): string {
+  const trimmed = path.replace(/\/+$/, "") || "/";
+  const slash = trimmed.lastIndexOf("/");
+  const name = trimmed.slice(slash + 1);
+  if (name === "" || name === "." || name === "..") return realPathOrAsIs(trimmed);
+  const parent = realPathOrAsIs(trimmed.slice(0, slash) || "/");
+  return parent === "/" ? `/${name}` : `${parent}/${name}`;
+}
+
+/** A path that cannot be resolved stays as given: setup then names the cause (ENOENT, …). */
+function realPathOrAsIs(path: string): string {
+  // Sync on purpose: async file calls run on Deno's blocking thread pool, which grows and
+  // lingers (tests/sandbox/lifecycle_test.ts counts threads); this is a few cached lookups.
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * Like `spawnSandboxed`, but opens `policy.workspace` exactly as given: a symlink anywhere in
+ * it fails setup at "mount-workspace" with ELOOP. For tests of that refusal.
+ */
+export async function spawnWorkspaceAsGiven(
+  policy: SandboxPolicy,
+  argv: readonly string[],
+  options: SpawnOptions = {},
+): Promise<SandboxProcess> {
   const lib = await loadTrampoline();
   const limits = planLimits(policy, cgroupHost());
   const ids = outerIds(policy);

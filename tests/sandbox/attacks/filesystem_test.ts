@@ -1,7 +1,14 @@
 // ATTACKS.md §4.1 — filesystem.
-import { assert, assertEquals, assertMatch, assertNotIncludes } from "../../assert.ts";
-import { exec } from "../../../src/sandbox/mod.ts";
-import { withWorkspace } from "../harness.ts";
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertNotIncludes,
+  assertRejects,
+} from "../../assert.ts";
+import { exec, resolvePolicy, SandboxSetupError } from "../../../src/sandbox/mod.ts";
+import { spawnWorkspaceAsGiven } from "../../../src/sandbox/spawn.ts";
+import { SANDBOX_TESTS, withWorkspace } from "../harness.ts";
 import { attackSuite } from "./attack_table.ts";
 
 const hostHome = Deno.env.get("HOME") ?? "/root";
@@ -51,13 +58,7 @@ attackSuite("§4.1", [
       assert(Deno.lstatSync(`${ws}/link`).isSymlink);
     },
   },
-  {
-    id: "F4",
-    name: "symlink swap race during setup",
-    waitsFor:
-      "per-user workspace scopes (gateway issue) are the first binds of attacker-writable paths",
-    expect: () => {},
-  },
+  // F4 (symlink swap race during setup) races many sandboxes; its tests are below the table.
   {
     id: "F5",
     name: "protected-path replacement (.git hooks)",
@@ -256,3 +257,126 @@ Deno.test({
       assertNotIncludes(r.stdout, "left-behind");
     }),
 });
+
+const ELOOP = 40;
+const PYTHON3 = ["/usr/bin/python3", "/usr/local/bin/python3"].find((p) => exists(p));
+
+function sandboxTest(name: string, fn: () => Promise<void>, skip?: string): void {
+  Deno.test({
+    name: skip ? `${name} — skipped: ${skip}` : name,
+    ignore: !SANDBOX_TESTS || skip !== undefined,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn,
+  });
+}
+
+/** `parent/data`: a real directory holding the file `marker`. */
+async function dataDir(parent: string): Promise<string> {
+  await Deno.mkdir(`${parent}/data`);
+  await Deno.writeTextFile(`${parent}/data/marker`, "");
+  return `${parent}/data`;
+}
+
+// The swapper: renameat2(RENAME_EXCHANGE) flips `data` between the real directory and a
+// symlink to /etc atomically, so `data` always exists and is one or the other.
+const SWAPPER = [
+  "import ctypes, os, sys",
+  "libc = ctypes.CDLL(None, use_errno=True)",
+  "os.chdir(sys.argv[1])",
+  "os.symlink('/etc', 'swap')",
+  "print('ready', flush=True)",
+  "while True:",
+  "    if libc.renameat2(-100, b'data', -100, b'swap', 2) != 0:",
+  "        sys.exit('renameat2: ' + os.strerror(ctypes.get_errno()))",
+].join("\n");
+
+sandboxTest(
+  "§4.1 F4: symlink swap race during setup — 200 sandboxes: each fails closed or mounts the original, never /etc",
+  () =>
+    withWorkspace(async (parent) => {
+      const workspace = await dataDir(parent);
+      const swapper = new Deno.Command(PYTHON3!, {
+        args: ["-c", SWAPPER, parent],
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const outcomes = { failedClosed: 0, original: 0 };
+      try {
+        const reader = swapper.stdout.getReader();
+        let said = "";
+        while (!said.includes("\n")) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          said += new TextDecoder().decode(value);
+        }
+        assertEquals(said, "ready\n");
+        reader.releaseLock();
+        for (let i = 0; i < 200; i++) {
+          try {
+            const r = await exec({ workspace }, ["sh", "-c", "ls -A /work"], { timeoutMs: 20_000 });
+            assertNotIncludes(r.stdout, "passwd", `run ${i} saw the host's /etc`);
+            assertEquals(r.stdout, "marker\n", `run ${i}`);
+            outcomes.original++;
+          } catch (error) {
+            if (!(error instanceof SandboxSetupError)) throw error;
+            assertEquals([error.step, error.errno], ["mount-workspace", ELOOP], error.message);
+            outcomes.failedClosed++;
+          }
+        }
+      } finally {
+        swapper.kill("SIGKILL");
+        await swapper.status;
+        await swapper.stdout.cancel().catch(() => {});
+        await swapper.stderr.cancel().catch(() => {});
+      }
+      console.log(`F4 race: ${JSON.stringify(outcomes)}`);
+      assert(outcomes.failedClosed > 0, `the race never hit: ${JSON.stringify(outcomes)}`);
+      assert(outcomes.original > 0, `the original never mounted: ${JSON.stringify(outcomes)}`);
+    }),
+  PYTHON3 ? undefined : "needs python3 (renameat2 through ctypes) for the swapper",
+);
+
+sandboxTest(
+  "§4.1 F4: a workspace that is a symlink fails closed (ELOOP)",
+  () =>
+    withWorkspace(async (parent) => {
+      await Deno.symlink("/etc", `${parent}/data`);
+      const error = await assertRejects(
+        () => exec({ workspace: `${parent}/data` }, ["ls", "/work"]),
+        SandboxSetupError,
+      );
+      assertEquals([error.step, error.errno], ["mount-workspace", ELOOP]);
+      assertMatch(error.message, /ELOOP.*symlink/);
+    }),
+);
+
+sandboxTest(
+  "§4.1 F4: a symlinked directory inside the opened path fails closed (ELOOP)",
+  () =>
+    withWorkspace(async (parent) => {
+      // exec() resolves the parents once; swapped in after that, the C side must refuse them.
+      await dataDir(parent);
+      await Deno.symlink(parent, `${parent}/link`);
+      const error = await assertRejects(async () => {
+        const child = await spawnWorkspaceAsGiven(
+          resolvePolicy({ workspace: `${parent}/link/data` }),
+          ["ls", "/work"],
+        );
+        await child.status;
+      }, SandboxSetupError);
+      assertEquals([error.step, error.errno], ["mount-workspace", ELOOP]);
+    }),
+);
+
+sandboxTest(
+  "§4.1 F4: a workspace under a symlinked directory works (resolved once)",
+  () =>
+    withWorkspace(async (parent) => {
+      await Deno.mkdir(`${parent}/real`);
+      await dataDir(`${parent}/real`);
+      await Deno.symlink(`${parent}/real`, `${parent}/link`);
+      const r = await exec({ workspace: `${parent}/link/data` }, ["ls", "-A", "/work"]);
+      assertEquals(r.stdout, "marker\n");
+    }),
+);
