@@ -96,7 +96,9 @@ await run("gcc", [
   `${ffi}/cgroup.c`,
   `${ffi}/drain.c`,
   `${ffi}/beneath.c`,
+  `${ffi}/relay.c`,
   `${ffi}/init_blob.S`,
+  "-pthread",
 ]);
 await Deno.rename(`${library}.tmp`, library);
 await Deno.writeTextFile(stamp, `${hash}\n`);

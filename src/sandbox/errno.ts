@@ -31,6 +31,13 @@ const NAMES: Record<number, [string, string]> = {
   40: ["ELOOP", "too many levels of symbolic links"],
   71: ["EPROTO", "protocol error"],
   95: ["EOPNOTSUPP", "operation not supported"],
+  97: ["EAFNOSUPPORT", "address family not supported by protocol"],
+  99: ["EADDRNOTAVAIL", "cannot assign requested address"],
+  101: ["ENETUNREACH", "network is unreachable"],
+  104: ["ECONNRESET", "connection reset by peer"],
+  110: ["ETIMEDOUT", "connection timed out"],
+  111: ["ECONNREFUSED", "connection refused"],
+  113: ["EHOSTUNREACH", "no route to host"],
   125: ["ECANCELED", "operation canceled (forced failure)"],
 };
 

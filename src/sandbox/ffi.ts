@@ -20,6 +20,16 @@ const SYMBOLS = {
   coop_read_beneath: { parameters: ["buffer", "buffer", "buffer", "i64", "buffer"], result: "i64" },
   coop_write_beneath: { parameters: ["buffer", "buffer", "buffer", "i64"], result: "i64" },
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
+  coop_relay_start: { parameters: ["buffer", "buffer"], result: "pointer" },
+  coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
+  coop_relay_reply: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i32" },
+  coop_relay_dial: {
+    parameters: ["pointer", "u32", "buffer", "i32", "buffer", "i64", "buffer", "i64"],
+    result: "i32",
+  },
+  coop_relay_release: { parameters: ["pointer", "u32"], result: "i32" },
+  coop_relay_stop: { parameters: ["pointer"], result: "void" },
+  coop_relay_free: { parameters: ["pointer"], result: "void" },
 } as const;
 
 /** The trampoline's functions, as Deno.dlopen exposes them. */

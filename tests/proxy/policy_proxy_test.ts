@@ -131,3 +131,74 @@ Deno.test("decide: private answers are refused unless the test override is on", 
     /port 22/,
   );
 });
+
+/** Threads of this process that ffi/relay.c started. */
+function relayThreads(): number {
+  return [...Deno.readDirSync("/proc/self/task")].filter((task) => {
+    try {
+      return Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim() === "coop-relay";
+    } catch {
+      return false; // exited while we looked
+    }
+  }).length;
+}
+
+Deno.test({
+  name: "proxy: bodies after the head, 502 on a refused connect, close ends every connection",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      async (req) => new Response(`got ${(await req.arrayBuffer()).byteLength} bytes`),
+    );
+    const port = server.addr.port;
+    const closedPort = (() => {
+      const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      l.close();
+      return l.addr.port;
+    })();
+    const proxy = await startPolicyProxy({
+      allowDomains: [`allowed.test:${port}`, `allowed.test:${closedPort}`],
+      resolve: () => Promise.resolve(["127.0.0.1"]),
+      allowPrivateAddresses: true,
+    });
+    const tunnel = await Deno.connect({ transport: "unix", path: proxy.socketPath });
+    const idle = await Deno.connect({ transport: "unix", path: proxy.socketPath });
+    try {
+      // The body arrives in the same write as the head: the relay sends it on after the head.
+      const body = "x".repeat(100_000);
+      const post = await ask(
+        proxy.socketPath,
+        `POST http://allowed.test:${port}/ HTTP/1.1\r\n${auth(proxy.token)}` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      assertMatch(post, /^HTTP\/1\.1 200 [^]*got 100000 bytes$/);
+      const refused = await ask(
+        proxy.socketPath,
+        `CONNECT allowed.test:${closedPort} HTTP/1.1\r\n${auth(proxy.token)}\r\n`,
+      );
+      assertMatch(refused, /^HTTP\/1\.1 502 [^]*did not accept the connection: connection refused/);
+      // An open tunnel and a connection that never finishes its head, both open at close().
+      await tunnel.write(
+        new TextEncoder().encode(
+          `CONNECT allowed.test:${port} HTTP/1.1\r\n${auth(proxy.token)}\r\n`,
+        ),
+      );
+      const established = new Uint8Array(100);
+      const n = await tunnel.read(established);
+      assertMatch(new TextDecoder().decode(established.subarray(0, n ?? 0)), /^HTTP\/1\.1 200 /);
+      await idle.write(new TextEncoder().encode("CONNECT allowed.test"));
+      assertEquals(relayThreads(), 3, "an acceptor and one thread per open connection");
+    } finally {
+      await proxy.close();
+      await server.shutdown();
+    }
+    // Both connections were closed by the proxy: the client reads EOF.
+    assertEquals(await tunnel.read(new Uint8Array(10)), null);
+    assertEquals(await idle.read(new Uint8Array(10)), null);
+    tunnel.close();
+    idle.close();
+    assertEquals(relayThreads(), 0, "close() joins every relay thread");
+  },
+});

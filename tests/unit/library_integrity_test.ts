@@ -17,7 +17,9 @@ Deno.test("the loader refuses a library built from other sources and says how to
         `${root}ffi/spawn.c`,
         `${root}ffi/drain.c`,
         `${root}ffi/beneath.c`,
+        `${root}ffi/relay.c`,
         `${root}ffi/init_blob.S`,
+        "-pthread",
       ],
     }).output();
     assert(gcc.success, new TextDecoder().decode(gcc.stderr));

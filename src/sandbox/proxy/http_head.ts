@@ -1,11 +1,12 @@
 /**
- * The little HTTP/1.x the policy proxy needs: read one request head, parse its request line and
- * headers, and write a short response. Bytes map 1:1 to string characters (latin1), so a head
- * is forwarded exactly as received except for the headers the proxy rewrites.
+ * The little HTTP/1.x the policy proxy needs: parse one request head (its request line and
+ * headers; the relay in ffi/relay.c reads it) and write a short response. Bytes map 1:1 to
+ * string characters (latin1), so a head is forwarded exactly as received except for the headers
+ * the proxy rewrites.
  * @module
  */
 
-/** Largest request head the proxy reads (request line and headers). */
+/** Largest request head the proxy reads (request line and headers); HEAD_MAX in ffi/relay.c. */
 export const MAX_HEAD_BYTES = 64 * 1024;
 
 /** A parsed request head. */
@@ -28,40 +29,6 @@ export function bytesToLatin1(bytes: Uint8Array): string {
 /** latin1 string → bytes, one byte per character. */
 export function latin1ToBytes(text: string): Uint8Array {
   return Uint8Array.from(text, (c) => c.charCodeAt(0) & 0xff);
-}
-
-/**
- * Reads until the end of the request head. Returns the head and whatever followed it in the
- * same reads (a request body, a pipelined request), or null when the client closed first or
- * the head is too large.
- */
-export async function readHead(
-  conn: Deno.Conn,
-): Promise<{ head: string; rest: Uint8Array } | null> {
-  let buffer = new Uint8Array(0);
-  const chunk = new Uint8Array(16 * 1024);
-  while (buffer.length <= MAX_HEAD_BYTES) {
-    const n = await conn.read(chunk);
-    if (n === null) return null;
-    const next = new Uint8Array(buffer.length + n);
-    next.set(buffer);
-    next.set(chunk.subarray(0, n), buffer.length);
-    buffer = next;
-    const end = findHeadEnd(buffer);
-    if (end >= 0) {
-      return { head: bytesToLatin1(buffer.subarray(0, end)), rest: buffer.slice(end + 4) };
-    }
-  }
-  return null;
-}
-
-function findHeadEnd(bytes: Uint8Array): number {
-  for (let i = 0; i + 3 < bytes.length; i++) {
-    if (bytes[i] === 13 && bytes[i + 1] === 10 && bytes[i + 2] === 13 && bytes[i + 3] === 10) {
-      return i;
-    }
-  }
-  return -1;
 }
 
 /** Parses a request head (without the final blank line); null when malformed. */

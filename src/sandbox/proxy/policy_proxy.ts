@@ -12,13 +12,15 @@
 import { forbiddenRange } from "./address_policy.ts";
 import { Allowlist, isIpLiteral, normalizeHost } from "./allowlist.ts";
 import {
+  bytesToLatin1,
   headerValue,
   latin1ToBytes,
   parseRequestHead,
-  readHead,
   type RequestHead,
   textResponse,
 } from "./http_head.ts";
+import { errnoText } from "../errno.ts";
+import { listenRelay, type RelayConnection } from "./native_relay.ts";
 
 /** Resolves a host name to IP addresses (IPv4 and IPv6). */
 export type Resolver = (name: string) => Promise<string[]>;
@@ -64,8 +66,7 @@ export interface PolicyProxy {
 /** User name in the proxy URL; the password is the token. */
 export const PROXY_USER = "coop";
 const RESOLVE_TIMEOUT_MS = 5_000;
-const CONNECT_TIMEOUT_MS = 10_000;
-const HEAD_TIMEOUT_MS = 30_000;
+// The head (30 s) and connect (10 s) timeouts are enforced by the relay (ffi/relay.c).
 
 /** The default resolver: the host's DNS, A and AAAA records. */
 export async function systemResolver(name: string): Promise<string[]> {
@@ -179,33 +180,6 @@ function originRequest(head: RequestHead, url: URL): Uint8Array {
   return latin1ToBytes(lines.join("\r\n") + "\r\n\r\n");
 }
 
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
-}
-
-/** Copies `from` to `to` until EOF, then half-closes `to`. */
-async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  const buffer = new Uint8Array(1024 * 1024);
-  try {
-    for (;;) {
-      const n = await from.read(buffer);
-      if (n === null) break;
-      await writeAll(to, buffer.subarray(0, n));
-    }
-  } catch {
-    // reset or closed: end this direction
-  }
-  await to.closeWrite().catch(() => {});
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -229,40 +203,30 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
   const token = randomToken();
   const dir = await Deno.makeTempDir({ prefix: "coop-proxy-" });
   const socketPath = `${dir}/proxy.sock`;
-  const listener = Deno.listen({ transport: "unix", path: socketPath });
-  if (options.socketOwner) {
-    await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
-    await Deno.chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
-  }
-  await Deno.chmod(socketPath, 0o600);
   const denials: ProxyDenial[] = [];
-  const open = new Set<Deno.Conn>();
   const handlers = new Set<Promise<void>>();
 
-  const deny = async (client: Deno.Conn, host: string, port: number, reason: string) => {
+  const deny = (client: RelayConnection, host: string, port: number, reason: string) => {
     const denial = { host, port, reason };
     denials.push(denial);
     options.onDenied?.(denial);
-    await writeAll(
-      client,
+    client.reply(
       textResponse(403, "Blocked by Coop sandbox policy", denialBody(host, port, reason), {
         "X-Coop-Denied": `${host}:${port}`,
       }),
     );
   };
 
-  const handle = async (client: Deno.Conn) => {
-    const read = await withTimeout(readHead(client), HEAD_TIMEOUT_MS, "request head")
-      .catch(() => null);
-    if (!read) return;
-    const head = parseRequestHead(read.head);
+  // Every path ends in exactly one reply() or a successful dial(): until then the relay holds
+  // the connection open.
+  const handle = async (client: RelayConnection) => {
+    const head = parseRequestHead(bytesToLatin1(client.head.subarray(0, -4)));
     if (!head) {
-      await writeAll(client, textResponse(400, "Bad Request", "coop proxy: malformed request\n"));
+      client.reply(textResponse(400, "Bad Request", "coop proxy: malformed request\n"));
       return;
     }
     if (!tokenMatches(head, token)) {
-      await writeAll(
-        client,
+      client.reply(
         textResponse(
           407,
           "Proxy Authentication Required",
@@ -288,58 +252,40 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     }
     if (!target) {
       const body = "coop proxy: expected CONNECT host:port or an absolute http:// URL\n";
-      await writeAll(client, textResponse(400, "Bad Request", body));
+      client.reply(textResponse(400, "Bad Request", body));
       return;
     }
     const shown = target.host.replace(/^\[(.*)\]$/, "$1");
     const decision = await decide(allowlist, target.host, target.port, resolve, allowPrivate);
     if ("reason" in decision) {
-      await deny(client, normalizeHost(target.host) ?? shown, target.port, decision.reason);
+      deny(client, normalizeHost(target.host) ?? shown, target.port, decision.reason);
       return;
     }
-    let upstream: Deno.TcpConn;
-    try {
-      upstream = await withTimeout(
-        Deno.connect({ hostname: decision.address, port: target.port }),
-        CONNECT_TIMEOUT_MS,
-        "connect",
-      );
-    } catch (error) {
+    const connect = head.method === "CONNECT";
+    const errno = await client.dial(
+      decision.address,
+      target.port,
+      connect ? latin1ToBytes("HTTP/1.1 200 Connection established\r\n\r\n") : new Uint8Array(),
+      connect ? new Uint8Array() : originRequest(head, url!),
+    );
+    if (errno !== 0) {
       const body = `coop proxy: ${shown}:${target.port} (${decision.address}) did not accept ` +
-        `the connection: ${error instanceof Error ? error.message : error}\n`;
-      await writeAll(client, textResponse(502, "Bad Gateway", body));
-      return;
-    }
-    open.add(upstream);
-    try {
-      if (head.method === "CONNECT") {
-        await writeAll(client, latin1ToBytes("HTTP/1.1 200 Connection established\r\n\r\n"));
-      } else {
-        await writeAll(upstream, originRequest(head, url!));
-      }
-      if (read.rest.length) await writeAll(upstream, read.rest);
-      await Promise.all([pump(client, upstream), pump(upstream, client)]);
-    } finally {
-      open.delete(upstream);
-      upstream.close();
+        `the connection: ${errnoText(errno)}\n`;
+      client.reply(textResponse(502, "Bad Gateway", body));
     }
   };
 
-  const acceptLoop = (async () => {
-    for await (const client of listener) {
-      open.add(client);
-      const task = handle(client).catch(() => {}).finally(() => {
-        open.delete(client);
-        try {
-          client.close();
-        } catch {
-          // already closed
-        }
-        handlers.delete(task);
-      });
-      handlers.add(task);
-    }
-  })().catch(() => {});
+  const relay = await listenRelay(socketPath, (client) => {
+    const task = handle(client)
+      .catch(() => client.reply(new Uint8Array()))
+      .finally(() => handlers.delete(task));
+    handlers.add(task);
+  });
+  if (options.socketOwner) {
+    await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
+    await Deno.chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
+  }
+  await Deno.chmod(socketPath, 0o600);
 
   let closed = false;
   return {
@@ -349,15 +295,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     async close() {
       if (closed) return;
       closed = true;
-      listener.close();
-      for (const conn of open) {
-        try {
-          conn.close();
-        } catch {
-          // already closed
-        }
-      }
-      await acceptLoop;
+      await relay.close();
       await Promise.allSettled([...handlers]);
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },

@@ -1,0 +1,151 @@
+/**
+ * `listenRelay()`: the policy proxy's connections, accepted and moved by the trampoline
+ * (ffi/relay.c) so that a download's bytes never pass through JavaScript. The C side reads each
+ * request head and waits; TypeScript decides and answers once per connection: `reply()` (a
+ * refusal) or `dial()` to an address it already checked, after which C splices both ways.
+ *
+ * C reports on a pipe read here with node:net (epoll, no thread) as 12-byte events
+ * `{u32 id, u32 kind, i32 value}`; every FFI call returns at once.
+ * @module
+ */
+import type { Buffer } from "node:buffer";
+import net from "node:net";
+import { errnoName } from "../errno.ts";
+import { loadTrampoline, type Trampoline } from "../ffi.ts";
+import { MAX_HEAD_BYTES } from "./http_head.ts";
+
+/** Event kinds (`EV_*` in ffi/relay.c). */
+const EV = { head: 1, dialed: 2, done: 3, acceptorExit: 4 } as const;
+const EVENT_BYTES = 12;
+/** Room for the longest head C accepts (HEAD_BUF in ffi/relay.c). */
+const HEAD_ROOM = MAX_HEAD_BYTES + 16 * 1024;
+
+/** One accepted connection, waiting for its answer. */
+export interface RelayConnection {
+  /** The request head, up to and including its blank line. */
+  readonly head: Uint8Array;
+  /** Sends `bytes` to the client and closes the connection. */
+  reply(bytes: Uint8Array): void;
+  /**
+   * Connects to the numeric `address`:`port`. Resolves to 0 once connected — C then sends
+   * `toClient` to the client, `toUpstream` and whatever followed the head upstream, and relays
+   * both ways — or to a positive errno; the connection then still waits for `reply()`.
+   */
+  dial(
+    address: string,
+    port: number,
+    toClient: Uint8Array,
+    toUpstream: Uint8Array,
+  ): Promise<number>;
+}
+
+/** A listening relay. */
+export interface RelayListener {
+  /** Stops accepting, ends every connection and waits until its threads are gone. */
+  close(): Promise<void>;
+}
+
+const encoder = new TextEncoder();
+const cString = (text: string) => encoder.encode(`${text}\0`);
+
+/** Listens on unix socket `path`; `onConnection` gets each connection once its head is read. */
+export async function listenRelay(
+  path: string,
+  onConnection: (connection: RelayConnection) => void,
+): Promise<RelayListener> {
+  const lib: Trampoline = await loadTrampoline();
+  const out = new Int32Array(2);
+  const relay = lib.coop_relay_start(cString(path), out);
+  if (relay === null) {
+    throw new Error(`cannot listen on ${path}: ${errnoName(out[1])}`);
+  }
+  const events = new net.Socket({ fd: out[0], readable: true, writable: false });
+  const dials = new Map<number, (result: number) => void>();
+  const live = new Set<number>();
+  let acceptorGone = false;
+  let finished: () => void = () => {};
+  const allGone = new Promise<void>((resolve) => (finished = resolve));
+  const checkFinished = () => {
+    if (acceptorGone && live.size === 0) finished();
+  };
+
+  const connection = (id: number): RelayConnection => {
+    const buffer = new Uint8Array(HEAD_ROOM);
+    const n = Number(lib.coop_relay_head(relay, id, buffer, BigInt(buffer.length)));
+    return {
+      head: buffer.slice(0, Math.max(0, n)),
+      reply(bytes) {
+        lib.coop_relay_reply(relay, id, bytes, BigInt(bytes.length));
+      },
+      dial(address, port, toClient, toUpstream) {
+        return new Promise((resolve) => {
+          dials.set(id, resolve);
+          const accepted = lib.coop_relay_dial(
+            relay,
+            id,
+            cString(address),
+            port,
+            toClient,
+            BigInt(toClient.length),
+            toUpstream,
+            BigInt(toUpstream.length),
+          );
+          if (accepted < 0) {
+            dials.delete(id);
+            resolve(-accepted);
+          }
+        });
+      },
+    };
+  };
+
+  const dispatch = (id: number, kind: number, value: number) => {
+    if (kind === EV.acceptorExit) {
+      acceptorGone = true;
+    } else if (kind === EV.head) {
+      live.add(id);
+      onConnection(connection(id));
+    } else if (kind === EV.dialed) {
+      dials.get(id)?.(-value);
+      dials.delete(id);
+    } else if (kind === EV.done) {
+      // A dial still pending when the proxy stops ends as canceled.
+      dials.get(id)?.(125);
+      dials.delete(id);
+      live.delete(id);
+      lib.coop_relay_release(relay, id);
+    }
+    checkFinished();
+  };
+
+  let pending = new Uint8Array(0);
+  events.on("data", (chunk: Buffer) => {
+    const bytes = new Uint8Array(pending.length + chunk.length);
+    bytes.set(pending);
+    bytes.set(chunk, pending.length);
+    const view = new DataView(bytes.buffer);
+    let offset = 0;
+    for (; offset + EVENT_BYTES <= bytes.length; offset += EVENT_BYTES) {
+      dispatch(
+        view.getUint32(offset, true),
+        view.getUint32(offset + 4, true),
+        view.getInt32(offset + 8, true),
+      );
+    }
+    pending = bytes.slice(offset);
+  });
+  events.on("error", () => {});
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        lib.coop_relay_stop(relay);
+        await allGone;
+        lib.coop_relay_free(relay);
+        events.destroy();
+      })();
+      return closing;
+    },
+  };
+}
