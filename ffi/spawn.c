@@ -376,6 +376,8 @@ int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
     return fail(out, step, err);
   }
   if (!params[P_WANT_STDIN]) close(ours[0]), ours[0] = -1;
+  /* Our end only (the init's is another open file): see coop_read_report. */
+  fcntl(ours[3], F_SETFL, O_NONBLOCK);
   out[O_PID] = pid;
   out[O_PIDFD] = pidfd;
   out[O_STDIN] = ours[0];
@@ -395,6 +397,26 @@ int coop_wait(int pid, int32_t *status) {
   if (r < 0) return -errno;
   *status = st;
   return r;
+}
+
+/* Reads up to cap bytes of the report pipe fd. Called once the init is reaped: every writer
+ * is gone by then (the init's whole pid namespace is), so the records are all in the pipe and
+ * this ends at EOF without waiting; the fd is non-blocking all the same, so that a writer left
+ * alive by a bug could never freeze the event loop. Returns the bytes read (0 at the end),
+ * or -errno (-EAGAIN: nothing more now). */
+long coop_read_report(int fd, uint8_t *buf, long cap) {
+  long total = 0;
+  while (total < cap) {
+    ssize_t n = read(fd, buf + total, (size_t)(cap - total));
+    if (n > 0) {
+      total += n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && !total) return -errno;
+    break;
+  }
+  return total;
 }
 
 /* Signals the init through its pidfd; SIGKILL there ends the whole pid namespace. */

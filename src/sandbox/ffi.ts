@@ -15,6 +15,7 @@ const SYMBOLS = {
   },
   coop_wait: { parameters: ["i32", "buffer"], result: "i32" },
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
+  coop_read_report: { parameters: ["i32", "buffer", "i64"], result: "i64" },
   coop_close: { parameters: ["i32"], result: "i32" },
   coop_dup: { parameters: ["i32"], result: "i32" },
   coop_read_beneath: { parameters: ["buffer", "buffer", "buffer", "i64", "buffer"], result: "i64" },

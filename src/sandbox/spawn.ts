@@ -8,7 +8,6 @@
  * @module
  */
 import net from "node:net";
-import type { Buffer } from "node:buffer";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
@@ -104,28 +103,42 @@ interface Report {
   ready?: { landlockAbi: number; seccomp: boolean };
 }
 
-function readReport(socket: net.Socket): Promise<Report> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-    socket.on("error", () => {});
-    socket.on("close", () => {
-      const report: Report = {};
-      const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-      let offset = 0;
-      for (const chunk of chunks) bytes.set(chunk, (offset += chunk.length) - chunk.length);
-      const view = new DataView(bytes.buffer);
-      for (let at = 0; at + RECORD_SIZE <= bytes.length; at += RECORD_SIZE) {
-        const kind = view.getInt32(at, true), a = view.getInt32(at + 4, true);
-        const b = view.getInt32(at + 8, true);
-        if (kind === RECORD.error) report.setupError ??= { step: a, errno: b };
-        else if (kind === RECORD.exec) report.execErrno = a;
-        else if (kind === RECORD.exit) report.commandStatus = a;
-        else if (kind === RECORD.ready) report.ready = { landlockAbi: a, seccomp: b === 1 };
-      }
-      resolve(report);
-    });
-  });
+const REPORT_CHUNK = 4096;
+
+/**
+ * Reads the report pipe once the init has been reaped, when every record is in the pipe and
+ * the read ends at EOF at once (ffi/spawn.c `coop_read_report`). A synchronous read here
+ * saves a `node:net` socket per sandbox, and its events, over watching the pipe all along.
+ */
+function readReport(lib: Trampoline, fd: number): Report {
+  const chunks: Uint8Array[] = [];
+  for (;;) {
+    const chunk = new Uint8Array(REPORT_CHUNK);
+    const n = Number(lib.coop_read_report(fd, chunk, BigInt(chunk.length)));
+    if (n <= 0) break;
+    chunks.push(chunk.subarray(0, n));
+    if (n < chunk.length) break;
+  }
+  lib.coop_close(fd);
+  const bytes = chunks.length === 1 ? chunks[0] : concat(chunks);
+  const report: Report = {};
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at + RECORD_SIZE <= bytes.length; at += RECORD_SIZE) {
+    const kind = view.getInt32(at, true), a = view.getInt32(at + 4, true);
+    const b = view.getInt32(at + 8, true);
+    if (kind === RECORD.error) report.setupError ??= { step: a, errno: b };
+    else if (kind === RECORD.exec) report.execErrno = a;
+    else if (kind === RECORD.exit) report.commandStatus = a;
+    else if (kind === RECORD.ready) report.ready = { landlockAbi: a, seccomp: b === 1 };
+  }
+  return report;
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) bytes.set(chunk, (offset += chunk.length) - chunk.length);
+  return bytes;
 }
 
 function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: boolean } {
@@ -290,7 +303,6 @@ function track(
   stdin?.on("error", () => {}); // EPIPE when the command does not read its input
   const stdout = socket(out[OUT.stdout], false);
   const stderr = socket(out[OUT.stderr], false);
-  const report = readReport(socket(out[OUT.report], false));
   let alive = true, timedOut = false;
   const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
     timedOut = true;
@@ -298,7 +310,8 @@ function track(
     lib.coop_kill(pidfd, signalNumber("SIGKILL"));
   }, timeoutMs);
 
-  const status = Promise.all([waitForExit(lib, pid), report]).then(async ([waitStatus, rep]) => {
+  const status = waitForExit(lib, pid).then(async (waitStatus) => {
+    const rep = readReport(lib, out[OUT.report]);
     alive = false;
     clearTimeout(timer);
     lib.coop_close(pidfd);
