@@ -3,12 +3,7 @@
  * SSE event stream (`message_start` … `message_stop`) turned into `ProviderEvent`s.
  * @module
  */
-import {
-  DEFAULT_RETRY_POLICY,
-  type HttpDependencies,
-  postJson,
-  type RetryPolicy,
-} from "./http_retry.ts";
+import { type HttpDependencies, postForStream, type RetryPolicy } from "./http_retry.ts";
 import type {
   ChatMessage,
   Provider,
@@ -111,23 +106,10 @@ export class AnthropicProvider implements Provider {
 
   /** Streams one response as `ProviderEvent`s. */
   async *stream(request: ProviderRequest, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      "accept": "text/event-stream",
-      "anthropic-version": ANTHROPIC_VERSION,
-    };
+    const headers: Record<string, string> = { "anthropic-version": ANTHROPIC_VERSION };
     if (this.#settings.apiKey !== null) headers["x-api-key"] = this.#settings.apiKey;
-    const response = await postJson(
-      {
-        provider: this.name,
-        url: `${this.#settings.baseUrl.replace(/\/+$/, "")}/v1/messages`,
-        headers,
-        body: anthropicRequestBody(request),
-      },
-      signal,
-      this.#settings.retry ?? DEFAULT_RETRY_POLICY,
-      this.#settings.http,
-    );
+    const body = anthropicRequestBody(request);
+    const response = await postForStream(this.#settings, "/v1/messages", headers, body, signal);
     yield* this.#events(response, signal);
   }
 

@@ -176,3 +176,37 @@ export async function postJson(
     await sleep(delay, signal);
   }
 }
+
+/** What every provider's settings carry for reaching its server. */
+export interface EndpointSettings {
+  /** The configured provider name, for messages. */
+  name: string;
+  /** The server's base URL; `path` is appended after trailing slashes are dropped. */
+  baseUrl: string;
+  retry?: Readonly<RetryPolicy>;
+  http?: HttpDependencies;
+}
+
+/**
+ * POSTs a JSON body asking for a server-sent-event stream (`postJson` with the provider's retry
+ * policy); `headers` add to (or override) the JSON and SSE ones.
+ */
+export function postForStream(
+  settings: EndpointSettings,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<Response> {
+  return postJson(
+    {
+      provider: settings.name,
+      url: `${settings.baseUrl.replace(/\/+$/, "")}${path}`,
+      headers: { "content-type": "application/json", "accept": "text/event-stream", ...headers },
+      body,
+    },
+    signal,
+    settings.retry ?? DEFAULT_RETRY_POLICY,
+    settings.http,
+  );
+}

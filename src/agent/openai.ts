@@ -3,12 +3,7 @@
  * OpenAI, OpenRouter, Ollama, llama.cpp, vLLM. Tool-call deltas are assembled by index.
  * @module
  */
-import {
-  DEFAULT_RETRY_POLICY,
-  type HttpDependencies,
-  postJson,
-  type RetryPolicy,
-} from "./http_retry.ts";
+import { type HttpDependencies, postForStream, type RetryPolicy } from "./http_retry.ts";
 import type {
   ChatMessage,
   Provider,
@@ -110,23 +105,17 @@ export class OpenAiProvider implements Provider {
 
   /** Streams one response as `ProviderEvent`s. */
   async *stream(request: ProviderRequest, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      "accept": "text/event-stream",
-    };
+    const headers: Record<string, string> = {};
     if (this.#settings.apiKey !== null) {
       headers["authorization"] = `Bearer ${this.#settings.apiKey}`;
     }
-    const response = await postJson(
-      {
-        provider: this.name,
-        url: `${this.#settings.baseUrl.replace(/\/+$/, "")}/chat/completions`,
-        headers,
-        body: openAiRequestBody(request, this.#settings.maxTokensField),
-      },
+    const body = openAiRequestBody(request, this.#settings.maxTokensField);
+    const response = await postForStream(
+      this.#settings,
+      "/chat/completions",
+      headers,
+      body,
       signal,
-      this.#settings.retry ?? DEFAULT_RETRY_POLICY,
-      this.#settings.http,
     );
     yield* this.#events(response, signal);
   }
