@@ -11,9 +11,6 @@ import { parseConfigOption, startGateway, type StartupDependencies } from "./gat
 
 const log = getLogger(["coop", "start"]);
 
-/** Channels a config may name that this version cannot serve yet. */
-const UNSERVED_CHANNELS = ["telegram", "signal"] as const;
-
 const say = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(`coop: ${text}\n`));
 
 /** Runs the gateway until a stop signal; returns the exit status. */
@@ -26,11 +23,6 @@ export async function startCommand(
   if (typeof started === "number") return started;
   const { config, gateway, banner } = started;
   say(banner);
-  for (const name of UNSERVED_CHANNELS) {
-    if (config.channels[name]?.enabled) {
-      say(`warning: [channels.${name}] is enabled but this version cannot serve it; ignored`);
-    }
-  }
   const http = config.channels.http?.enabled ? config.channels.http : undefined;
   if (!http && config.cron.length === 0) {
     gateway.close();

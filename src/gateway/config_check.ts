@@ -320,6 +320,21 @@ function checkPrivatePaths(config: CoopConfig, out: ConfigDiagnostic[]): void {
   }
 }
 
+/** Channels the config may describe that no command of this version serves. */
+const UNSERVED_CHANNELS = ["telegram", "signal"] as const;
+
+function checkChannels(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  for (const name of UNSERVED_CHANNELS) {
+    if (config.channels[name]?.enabled) {
+      out.push(warning(
+        "config.channel_not_served",
+        `channels.${name}.enabled`,
+        `${name} is enabled, but this version of Coop does not serve it yet (coop start ignores it)`,
+      ));
+    }
+  }
+}
+
 /**
  * Returns every problem that needs the whole config: errors stop Coop from starting.
  * `env` looks up environment variables (injectable for tests).
@@ -336,5 +351,6 @@ export function checkConfig(
   checkSecrets(config, env, out);
   checkSandbox(config, out);
   checkPrivatePaths(config, out);
+  checkChannels(config, out);
   return out;
 }

@@ -211,6 +211,14 @@ Deno.test("warnings: sandbox on without owner, unknown cron user, missing key", 
       dup.output,
     ),
   );
+  const telegram = await check(
+    BASE + '[channels.telegram]\nenabled = true\ntoken_env = "TG_TOKEN"\n',
+  );
+  strictEqual(telegram.code, 0);
+  ok(
+    /warning: coop\.toml: channels\.telegram\.enabled: telegram is enabled, but this version of Coop does not serve it yet/
+      .test(telegram.output),
+  );
 });
 
 Deno.test("an unavailable sandbox is an error that carries the probe's reason", async () => {
