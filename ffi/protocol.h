@@ -63,6 +63,7 @@ struct coop_record {
 #define COOP_STEP_LOOPBACK 29
 #define COOP_STEP_CGROUP 30 /* the gateway places the init in its cgroups (ffi/cgroup.c) */
 #define COOP_STEP_PROXY_FORWARDER 31 /* network "proxy": the 127.0.0.1 listener inside */
+#define COOP_STEP_PROTECT_PATHS 32 /* workspace paths the owner's tools trust, made read-only */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"
@@ -79,6 +80,7 @@ struct coop_record {
 #define COOP_TAG_CWD 'c'      /* sandbox path */
 #define COOP_TAG_RLIMIT 'R'   /* resource number, value (soft = hard), both decimal */
 #define COOP_TAG_FAIL_AT 'x'  /* step number: fail there on purpose (tests of error paths) */
+#define COOP_TAG_PROTECT 'p'  /* path relative to /work, re-mounted read-only over itself */
 #define COOP_TAG_END 'z'
 
 #endif

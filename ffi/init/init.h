@@ -45,6 +45,8 @@ struct coop_spec {
   int file_count;
   const char *dirs[COOP_MAX_ENTRIES];
   int dir_count;
+  const char *protected_paths[COOP_MAX_ENTRIES];
+  int protected_count;
 };
 
 /* rt.c */

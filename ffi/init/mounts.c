@@ -123,6 +123,41 @@ static void mount_workspace(const struct coop_spec *spec) {
   SYS1(__NR_close, tree);
 }
 
+/* Workspace paths that the owner's own tools trust on the host — a repository's `.git`, whose
+ * config (core.fsmonitor) and hooks run as the owner when the owner uses git there (ATTACKS
+ * F5, F23) — are re-mounted read-only over themselves, by fd: opened beneath /work without
+ * following any symlink, cloned, made read-only, and attached onto the very inode that was
+ * opened. A mount point cannot be renamed or removed, so `mv .git .g` fails too. A path that is
+ * gone is skipped (nothing left to protect); one that became a symlink fails closed (ELOOP). */
+static void protect_paths(const struct coop_spec *spec) {
+  const int step = COOP_STEP_PROTECT_PATHS;
+  if (spec->protected_count == 0) return;
+  struct open_how at_work = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC};
+  long work = coop_check(step, SYS4(__NR_openat2, AT_FDCWD, "/work", &at_work, sizeof at_work));
+  struct open_how beneath = {
+      .flags = O_PATH | O_CLOEXEC,
+      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+  };
+  struct mount_attr readonly = {
+      .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+  };
+  for (int i = 0; i < spec->protected_count; i++) {
+    long target = SYS4(__NR_openat2, work, spec->protected_paths[i], &beneath, sizeof beneath);
+    if (target == -ENOENT) continue;
+    coop_check(step, target);
+    long tree = coop_check(step, SYS3(__NR_open_tree, target, "",
+                                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+                                          AT_EMPTY_PATH));
+    coop_check(step, SYS5(__NR_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &readonly,
+                          sizeof readonly));
+    coop_check(step, SYS5(__NR_move_mount, tree, "", target, "",
+                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+    SYS1(__NR_close, tree);
+    SYS1(__NR_close, target);
+  }
+  SYS1(__NR_close, work);
+}
+
 static void mount_tmpfs(int step, const char *dst, const char *mode, unsigned long size,
                         unsigned long flags) {
   char data[96], num[24];
@@ -196,6 +231,9 @@ void coop_build_root(const struct coop_spec *spec) {
 
   coop_step(spec, COOP_STEP_MOUNT_WORKSPACE);
   mount_workspace(spec);
+
+  coop_step(spec, COOP_STEP_PROTECT_PATHS);
+  protect_paths(spec);
 
   coop_step(spec, COOP_STEP_MOUNT_TMP);
   mount_tmpfs(COOP_STEP_MOUNT_TMP, "/tmp", "1777", spec->tmp_size, MS_NOSUID | MS_NODEV);

@@ -76,6 +76,10 @@ void coop_read_spec(struct coop_spec *spec) {
       if (spec->dir_count >= COOP_MAX_ENTRIES) coop_fail(COOP_STEP_SPEC, E2BIG);
       spec->dirs[spec->dir_count++] = take(&pos, len);
       break;
+    case COOP_TAG_PROTECT:
+      if (spec->protected_count >= COOP_MAX_ENTRIES) coop_fail(COOP_STEP_SPEC, E2BIG);
+      spec->protected_paths[spec->protected_count++] = take(&pos, len);
+      break;
     case COOP_TAG_RO_BIND:
       a = take(&pos, len), b = take(&pos, len);
       add_pair(spec->ro_binds, &spec->ro_bind_count, a, b);

@@ -31,6 +31,16 @@ const policySchema = z.strictObject({
       message: "must be an absolute path without ..",
     }),
   ).default([]),
+  /**
+   * Names that, at the top of the workspace or one directory below it, are re-mounted
+   * read-only inside the sandbox: the owner's tools trust them on the host (a `.git`'s config
+   * and hooks run as whoever uses git there; ATTACKS F5, F23). Default `[".git"]`.
+   */
+  protectedNames: z.array(
+    z.string().min(1).refine((n) => !n.includes("/") && n !== "." && n !== "..", {
+      message: "must be a file or directory name (no /, not . or ..)",
+    }),
+  ).default([".git"]),
   env: z.record(
     z.string().regex(ENV_NAME, "must be an environment variable name"),
     z.string().refine((v) => !v.includes("\0"), "must not contain NUL"),

