@@ -77,6 +77,12 @@ const sandboxOverrideShape = {
   max_timeout: duration.optional(),
   tmp_size: byteSize.optional(),
   env_passthrough: z.array(envName).optional(),
+  protected_names: z.array(
+    z.string().regex(/^[^/]+$/, "must be a file or directory name (no /)").refine(
+      (n) => n !== "." && n !== "..",
+      "must not be . or ..",
+    ),
+  ).optional(),
 };
 
 /** Per-user or per-cron-job sandbox overrides. */

@@ -35,6 +35,8 @@ export interface SandboxSettings {
   tmpSizeBytes: number;
   /** Host environment variables copied into the sandbox. */
   envPassthrough: readonly string[];
+  /** Names re-mounted read-only at the workspace top and one level down (default `.git`). */
+  protectedNames: readonly string[];
 }
 
 /** Converts a parsed override table into the fields it sets. */
@@ -50,6 +52,7 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (raw.max_timeout !== undefined) out.maxTimeoutMs = raw.max_timeout;
   if (raw.tmp_size !== undefined) out.tmpSizeBytes = raw.tmp_size;
   if (raw.env_passthrough !== undefined) out.envPassthrough = raw.env_passthrough;
+  if (raw.protected_names !== undefined) out.protectedNames = raw.protected_names;
   return out;
 }
 
@@ -62,6 +65,7 @@ export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings
     maxTimeoutMs: DEFAULT_MAX_TIMEOUT_MS,
     tmpSizeBytes: DEFAULT_TMP_SIZE_BYTES,
     envPassthrough: [],
+    protectedNames: [".git"],
     ...overridesFromRaw(raw),
   };
 }
@@ -85,6 +89,7 @@ export function toSandboxPolicy(settings: SandboxSettings, workspace: string): S
     ...(settings.network === "proxy" ? { allowDomains: [...settings.allowDomains] } : {}),
     tmpSizeBytes: settings.tmpSizeBytes,
     envPassthrough: [...settings.envPassthrough],
+    protectedNames: [...settings.protectedNames],
     ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
     ...(settings.pidsLimit !== undefined ? { pidsLimit: settings.pidsLimit } : {}),
     ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),

@@ -16,6 +16,11 @@ match = ["terminal:default"]
 const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ["unknown top-level key", BASE + "colour = 1\n", /colour: unknown key/],
   [
+    "protected name with a slash",
+    BASE + '[sandbox]\nprotected_names = ["a/.git"]\n',
+    /sandbox\.protected_names\[0\]: must be a file or directory name \(no \/\), got "a\/\.git"/,
+  ],
+  [
     "two owners",
     BASE + '[[users]]\nname = "bea"\ntrust = "owner"\n',
     /users: 2 users have trust "owner" \(.*\); only one person may run bash on the host/,

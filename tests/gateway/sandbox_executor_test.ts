@@ -121,10 +121,22 @@ Deno.test("inner bash runs in the sandbox with global settings plus the user's o
       network: "none",
       tmpSizeBytes: 32 * 2 ** 20,
       envPassthrough: [],
+      protectedNames: [".git"],
       memoryBytes: 256 * 2 ** 20,
     });
     strictEqual(executor.settingsFor(bob).memoryBytes, 256 * 2 ** 20);
   });
+});
+
+Deno.test("protected_names: .git by default; a user the owner trusts to commit can be given none", () => {
+  const text = CONFIG.replace('memory = "256M"', 'memory = "256M"\nprotected_names = []');
+  const config = parseConfig(text, "/tmp/coop.toml", "/tmp");
+  const executor = new SandboxExecutor(config, {
+    sandbox: () => Promise.reject(new Error("unused")),
+  });
+  const [alice, bob] = config.users;
+  deepStrictEqual(executor.settingsFor(alice).protectedNames, [".git"]);
+  deepStrictEqual(executor.settingsFor(bob).protectedNames, []);
 });
 
 Deno.test("the owner inside a group is sandboxed like everyone else", async () => {
