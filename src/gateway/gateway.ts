@@ -77,6 +77,8 @@ export class Gateway {
   readonly #db: DatabaseSync;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
+  /** The last turn queued per session: turns of one session run one after another. */
+  readonly #sessionTails = new Map<string, Promise<unknown>>();
   #draining = false;
 
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
@@ -181,10 +183,26 @@ export class Gateway {
     const onAbort = () => controller.abort(request.signal?.reason);
     if (request.signal?.aborted) onAbort();
     else request.signal?.addEventListener("abort", onAbort, { once: true });
-    const turn = this.#turn(request, controller.signal).finally(() => {
-      request.signal?.removeEventListener("abort", onAbort);
-      this.#inFlight.delete(controller);
-    });
+    // Two requests for one session at once would interleave their messages in its history;
+    // the second waits for the first (a new session has nothing to wait for).
+    const key = request.session === undefined
+      ? undefined
+      : [request.channel, request.route.principal.name, request.session].join("\0");
+    const previous = key === undefined ? undefined : this.#sessionTails.get(key);
+    const start = () => {
+      controller.signal.throwIfAborted();
+      return this.#turn(request, controller.signal);
+    };
+    const turn = (previous ? previous.then(start, start) : Promise.resolve().then(start)).finally(
+      () => {
+        request.signal?.removeEventListener("abort", onAbort);
+        this.#inFlight.delete(controller);
+        if (key !== undefined && this.#sessionTails.get(key) === turn) {
+          this.#sessionTails.delete(key);
+        }
+      },
+    );
+    if (key !== undefined) this.#sessionTails.set(key, turn);
     this.#inFlight.set(controller, turn);
     return turn;
   }

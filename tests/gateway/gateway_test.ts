@@ -100,6 +100,25 @@ Deno.test("gateway: a session continues with its history; /clear forgets it", as
   });
 });
 
+Deno.test("gateway: two requests for one session at once run one after the other", async () => {
+  const script = [format.text(["first ", "answer ", "in ", "parts"]), format.text(["second"])];
+  await withGateway(script, async (gateway, server) => {
+    const ask = (text: string) =>
+      gateway.handle({ channel: "http", sender: "bob", text, session: "same" });
+    const [a, b] = await Promise.all([ask("one"), ask("two")]);
+    assertEquals([a.reply, b.reply], ["first answer in parts", "second"]);
+    const history = gateway.sessions.history({ channel: "http", user: "bob", session: "same" });
+    assertEquals(history.map((m) => [m.role, m.content]), [
+      ["user", "one"],
+      ["assistant", { text: "first answer in parts", toolCalls: [] }],
+      ["user", "two"],
+      ["assistant", { text: "second", toolCalls: [] }],
+    ]);
+    // The second request saw the whole first exchange.
+    assertEquals(format.messages(server.requests[1].body).length, 3);
+  });
+});
+
 Deno.test("gateway: text from a less trusted principal in the session taints the turn", async () => {
   await withGateway([format.text(["ok"])], async (gateway, server) => {
     const key = { channel: "http", user: "bob", session: "shared1" };
