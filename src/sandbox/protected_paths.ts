@@ -6,13 +6,12 @@
  * @module
  */
 
-/** How many directories below the workspace root are looked at (0 = the root only). */
-const DEPTH = 1;
-
 /**
  * Returns the protected paths that exist, relative to `workspace` (e.g. `.git`,
  * `project/.git`). Symlinks are neither followed nor protected: one inside the workspace was
- * made by a sandbox, and the C side refuses to mount over a symlink anyway.
+ * made by a sandbox, and the C side refuses to mount over a symlink anyway. Runs before every
+ * sandbox, so it lists the top level once and only looks up the names one level down (no
+ * listing of big subdirectories such as `node_modules`).
  *
  * @example
  * ```ts
@@ -24,20 +23,29 @@ export function protectedPathsIn(workspace: string, names: readonly string[]): s
   const wanted = new Set(names);
   const found: string[] = [];
   // Sync on purpose: async file calls grow Deno's blocking pool (see canonicalWorkspace).
-  const walk = (relative: string, depth: number) => {
-    let entries: Deno.DirEntry[];
-    try {
-      entries = [...Deno.readDirSync(relative ? `${workspace}/${relative}` : workspace)];
-    } catch {
-      return; // unreadable or gone: setup reports a missing workspace itself
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(workspace)];
+  } catch {
+    return []; // unreadable or gone: setup reports a missing workspace itself
+  }
+  for (const entry of entries) {
+    if (entry.isSymlink) continue;
+    if (wanted.has(entry.name)) found.push(entry.name);
+    else if (entry.isDirectory) {
+      for (const name of names) {
+        const path = `${entry.name}/${name}`;
+        if (isPlainEntry(`${workspace}/${path}`)) found.push(path);
+      }
     }
-    for (const entry of entries) {
-      const path = relative ? `${relative}/${entry.name}` : entry.name;
-      if (entry.isSymlink) continue;
-      if (wanted.has(entry.name)) found.push(path);
-      else if (entry.isDirectory && depth < DEPTH) walk(path, depth + 1);
-    }
-  };
-  walk("", 0);
+  }
   return found.sort();
+}
+
+function isPlainEntry(path: string): boolean {
+  try {
+    return !Deno.lstatSync(path).isSymlink;
+  } catch {
+    return false;
+  }
 }
