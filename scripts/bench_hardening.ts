@@ -5,7 +5,8 @@
  * Run by `deno task bench` (scripts/bench.ts); informational, never fails.
  * @module
  */
-const root = new URL("..", import.meta.url).pathname;
+import { buildDebugLibrary } from "./debug_library.ts";
+
 const ROUNDS = 4;
 const RUNS_PER_ROUND = 100;
 const GOAL_MS = 1;
@@ -40,28 +41,12 @@ function median(values: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const build = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      "--quiet",
-      `${root}scripts/build_ffi.ts`,
-      "--disable",
-      "landlock",
-      "--disable",
-      "seccomp",
-    ],
-  }).output();
-  if (!build.success) {
-    console.log(
-      `hardening cost: skipped — the debug build failed: ${new TextDecoder().decode(build.stderr)}`,
-    );
+  const debug = await buildDebugLibrary(["landlock", "seccomp"]);
+  if (!debug.ok) {
+    console.log(`hardening cost: skipped — the debug build failed: ${debug.output}`);
     return;
   }
-  const weakened = {
-    COOP_SANDBOX_LIB: `${root}build/debug-landlock+seccomp/libcoop_sandbox.so`,
-    COOP_ALLOW_DEBUG_LIBRARY: "1",
-  };
+  const weakened = debug.env;
   const hardened: number[] = [], bare: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     hardened.push(await round({}));

@@ -3,6 +3,7 @@
  * (`build:ffi --disable LAYER`) must make the named test fail, while the release library
  * passes the same test. docs/security.md lists the same table.
  */
+import { buildDebugLibrary } from "../../scripts/debug_library.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { sandboxTest } from "./harness.ts";
 
@@ -35,20 +36,10 @@ async function run(
 
 for (const [layer, [file, name]] of Object.entries(CATCHERS)) {
   sandboxTest(`without ${layer}, "${name}" fails (and passes with it)`, async () => {
-    const build = await run([
-      "run",
-      "--allow-all",
-      "--quiet",
-      "scripts/build_ffi.ts",
-      "--disable",
-      layer,
-    ]);
-    assertEquals(build.code, 0, build.output);
+    const debug = await buildDebugLibrary([layer]);
+    assert(debug.ok, debug.output);
     const filter = ["test", "--allow-all", "--quiet", "--filter", name, file];
-    const weakened = await run(filter, {
-      COOP_SANDBOX_LIB: `${root}build/debug-${layer}/libcoop_sandbox.so`,
-      COOP_ALLOW_DEBUG_LIBRARY: "1",
-    });
+    const weakened = await run(filter, debug.env);
     assert(weakened.code !== 0, `the test still passed without ${layer}:\n${weakened.output}`);
     assertMatch(weakened.output, /FAILED \| 0 passed \| 1 failed/);
     const release = await run(filter);

@@ -1,4 +1,5 @@
-import { assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
+import { buildDebugLibrary } from "../../scripts/debug_library.ts";
+import { assert, assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
 import { sandboxTest } from "./harness.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -60,21 +61,9 @@ sandboxTest("coop sandbox status shows the last self-test result", async () => {
 sandboxTest(
   "with the sandbox degraded (no seccomp), the self-test reports the escape and exits 1",
   async () => {
-    const build = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--allow-all",
-        "--quiet",
-        `${root}scripts/build_ffi.ts`,
-        "--disable",
-        "seccomp",
-      ],
-    }).output();
-    assertEquals(build.code, 0);
-    const r = await coop(["sandbox", "test", "--json"], {
-      COOP_SANDBOX_LIB: `${root}build/debug-seccomp/libcoop_sandbox.so`,
-      COOP_ALLOW_DEBUG_LIBRARY: "1",
-    });
+    const debug = await buildDebugLibrary(["seccomp"]);
+    assert(debug.ok, debug.output);
+    const r = await coop(["sandbox", "test", "--json"], debug.env);
     assertEquals(r.code, 1);
     const result = JSON.parse(r.stdout);
     assertEquals(result.passed, false);
