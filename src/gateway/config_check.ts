@@ -3,6 +3,7 @@
  * @module
  */
 import { relative } from "node:path";
+import { PUBLIC_NAME, TERMINAL_OWNER_NAME } from "./router.ts";
 import { channelSecrets } from "./channel_secrets.ts";
 import type { CoopConfig } from "./config.ts";
 import type { ConfigDiagnostic } from "./config_diagnostic.ts";
@@ -23,6 +24,9 @@ function isInside(path: string, dir: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !rel.startsWith("/"));
 }
 
+/** Names of the router's default principals; a user by that name would share their sessions. */
+const RESERVED_NAMES: readonly string[] = [PUBLIC_NAME, TERMINAL_OWNER_NAME];
+
 function checkUsers(config: CoopConfig, out: ConfigDiagnostic[]): void {
   const seenNames = new Map<string, number>();
   const patternOwner = new Map<string, number>();
@@ -35,6 +39,13 @@ function checkUsers(config: CoopConfig, out: ConfigDiagnostic[]): void {
         `user "${user.name}" is already defined at users[${previous}]`,
       ));
     } else seenNames.set(user.name, i);
+    if (RESERVED_NAMES.includes(user.name)) {
+      out.push(error(
+        "config.reserved_user_name",
+        `users[${i}].name`,
+        `"${user.name}" names Coop's default principal for unknown senders; choose another name`,
+      ));
+    }
     const ownPatterns = new Set<string>();
     user.match.forEach((pattern, j) => {
       const path = `users[${i}].match[${j}]`;
@@ -107,18 +118,25 @@ function isPlainRemoteHttp(url: string): boolean {
 }
 
 function checkCron(config: CoopConfig, out: ConfigDiagnostic[]): void {
-  const names = new Set(config.users.map((u) => u.name));
   const jobs = new Set<string>();
   config.cron.forEach((job, i) => {
     if (jobs.has(job.name)) {
       out.push(error("config.duplicate_cron", `cron[${i}].name`, `"${job.name}" is defined twice`));
     }
     jobs.add(job.name);
-    if (!names.has(job.user)) {
-      out.push(warning(
+    const user = config.users.find((u) => u.name === job.user);
+    if (!user) {
+      out.push(error(
         "config.unknown_cron_user",
         `cron[${i}].user`,
-        `no user named "${job.user}"; the job would run with public trust (no tools)`,
+        `no user named "${job.user}"; a job runs as a configured user (their trust and sandbox)`,
+      ));
+    } else if (user.trust === "owner" && Object.keys(job.sandbox).length > 0) {
+      out.push(warning(
+        "config.owner_sandbox_overrides",
+        `cron[${i}].sandbox`,
+        `"${job.user}" is the owner, whose commands run on the host: only timeout and ` +
+          "max_timeout apply, the other keys are ignored",
       ));
     }
     if (nextCronRun(job.schedule, Date.now()) === null) {

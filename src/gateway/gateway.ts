@@ -19,7 +19,7 @@ import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "./config.ts";
 import type { CronTurnResult } from "./cron_scheduler.ts";
 import { MemoryDatabase } from "./memory_store.ts";
-import { type Route, routeMessage } from "./router.ts";
+import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, SandboxExecutor } from "./sandbox_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "./session_store.ts";
 import { openStateDb } from "./state_db.ts";
@@ -51,6 +51,8 @@ export interface GatewayDependencies {
 interface TurnRequest {
   channel: string;
   route: Route;
+  /** The session key's user (see `sessionOwner`). */
+  sessionUser: string;
   text: string;
   session?: string;
   cronJob?: CronJobConfig;
@@ -100,30 +102,25 @@ export class Gateway {
   /** Who a channel sender is; `[channels.terminal] user` names the terminal's user outright. */
   route(channel: string, sender: string): Route {
     const terminalUser = this.config.channels.terminal?.user;
-    if (channel === "terminal" && terminalUser) {
-      const user = this.config.users.find((u) => u.name === terminalUser);
-      if (user) {
-        return {
-          principal: { name: user.name, trust: user.trust },
-          user,
-          ceiling: null,
-          reason: "matched",
-        };
-      }
-    }
-    return routeMessage(this.config, { channel, sender });
+    const user = channel === "terminal" && terminalUser
+      ? this.config.users.find((u) => u.name === terminalUser)
+      : undefined;
+    return user ? routeUser(user) : routeMessage(this.config, { channel, sender });
   }
 
   /** The channels' turn handler: routes the sender and runs the turn. */
-  handle = (message: IncomingMessage): Promise<TurnOutcome> =>
-    this.#run({
+  handle = (message: IncomingMessage): Promise<TurnOutcome> => {
+    const route = this.route(message.channel, message.sender);
+    return this.#run({
       channel: message.channel,
-      route: this.route(message.channel, message.sender),
+      route,
+      sessionUser: sessionOwner(route, message),
       text: message.text,
       session: message.session,
       signal: message.signal,
       onEvent: message.onEvent,
     });
+  };
 
   /** The cron scheduler's runner: a fresh session as the job's user, with the job's overrides. */
   runCronJob = async (job: CronJobConfig, signal: AbortSignal): Promise<CronTurnResult> => {
@@ -134,15 +131,11 @@ export class Gateway {
         `cron job "${job.name}" runs as "${job.user}", who is not a configured user`,
       );
     }
-    const route: Route = {
-      principal: { name: user.name, trust: user.trust },
-      user,
-      ceiling: null,
-      reason: "matched",
-    };
+    const route = routeUser(user);
     const outcome = await this.#run({
       channel: "cron",
       route,
+      sessionUser: sessionOwner(route, { channel: "cron", sender: job.name }),
       text: job.message,
       cronJob: job,
       signal,
@@ -152,8 +145,8 @@ export class Gateway {
 
   /** Forgets a session (`/clear`). */
   clearSession(channel: string, sender: string, session: string): boolean {
-    const { principal } = this.route(channel, sender);
-    return this.sessions.clear({ channel, user: principal.name, session });
+    const user = sessionOwner(this.route(channel, sender), { channel, sender });
+    return this.sessions.clear({ channel, user, session });
   }
 
   /** Cancels every turn in flight (killing their sandboxes) and waits for them to end. */
@@ -187,7 +180,7 @@ export class Gateway {
     // the second waits for the first (a new session has nothing to wait for).
     const key = request.session === undefined
       ? undefined
-      : [request.channel, request.route.principal.name, request.session].join("\0");
+      : [request.channel, request.sessionUser, request.session].join("\0");
     const previous = key === undefined ? undefined : this.#sessionTails.get(key);
     const start = () => {
       controller.signal.throwIfAborted();
@@ -212,18 +205,13 @@ export class Gateway {
     const { principal, user } = route;
     const key: SessionKey = {
       channel,
-      user: principal.name,
+      user: request.sessionUser,
       session: request.session ?? newSessionId(),
     };
     const stored = this.sessions.history(key, HISTORY_LIMIT);
-    // Text from anyone else in this session taints the turn down to their trust.
-    const contributors = [
-      ...new Set(
-        stored.filter((m) => m.role === "user" && m.principal !== principal.name).map((m) =>
-          m.trust
-        ),
-      ),
-    ];
+    // Everything in the context shapes this turn: it is no more trusted than the least trusted
+    // turn that wrote any of it (a group ceiling then, another principal, a lowered user).
+    const contributors = [...new Set(stored.map((m) => m.trust))];
     const situation = { channel, ceiling: route.ceiling, contributors };
     const trust = effectiveTrust(principal, {
       ...situation,

@@ -44,6 +44,25 @@ export interface Route {
   reason: "matched" | "terminal_default_owner" | "unmatched_public";
 }
 
+/** The route of a configured user addressed by name (cron jobs, `[channels.terminal] user`). */
+export function routeUser(user: UserConfig): Route {
+  return {
+    principal: { name: user.name, trust: user.trust },
+    user,
+    ceiling: null,
+    reason: "matched",
+  };
+}
+
+/**
+ * Whose sessions a route's turns belong to: a configured user's own, or — for the default
+ * principals (`public`, the terminal's `owner`) — the sender's, so that two unknown callers
+ * never share a history.
+ */
+export function sessionOwner(route: Route, origin: MessageOrigin): string {
+  return route.user ? route.principal.name : `${route.principal.name}:${origin.sender}`;
+}
+
 /** The ceiling of groups no `[[groups]]` entry matches. */
 export const DEFAULT_GROUP_CEILING: TrustLevel = "familiar";
 

@@ -16,6 +16,11 @@ match = ["terminal:default"]
 const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ["unknown top-level key", BASE + "colour = 1\n", /colour: unknown key/],
   [
+    "a user named like a default principal",
+    BASE + '[[users]]\nname = "public"\ntrust = "inner"\n',
+    /users\[1\]\.name: "public" names Coop's default principal/,
+  ],
+  [
     "protected name with a slash",
     BASE + '[sandbox]\nprotected_names = ["a/.git"]\n',
     /sandbox\.protected_names\[0\]: must be a file or directory name \(no \/\), got "a\/\.git"/,
@@ -175,7 +180,7 @@ Deno.test("every malformed config (at least twenty) through a subprocess: exit 1
   }
 });
 
-Deno.test("warnings: sandbox on without owner, unknown cron user, missing key", async () => {
+Deno.test("warnings: sandbox on without owner, owner cron overrides, missing key", async () => {
   const noOwner = await check('[[users]]\nname = "bob"\ntrust = "inner"\n');
   ok(
     /warning: coop\.toml: users: the sandbox is enabled but no user has trust "owner"/.test(
@@ -185,7 +190,14 @@ Deno.test("warnings: sandbox on without owner, unknown cron user, missing key", 
   const cron = await check(
     BASE + '[[cron]]\nname = "n"\nschedule = "0 9 * * 1-5"\nuser = "zed"\nmessage = "hi"\n',
   );
-  ok(/warning: coop\.toml: cron\[0\]\.user: no user named "zed"/.test(cron.output));
+  strictEqual(cron.code, 1);
+  ok(/error: coop\.toml: cron\[0\]\.user: no user named "zed"/.test(cron.output));
+  const ownerJob = await check(
+    BASE + '[[cron]]\nname = "n"\nschedule = "0 9 * * *"\nuser = "alice"\nmessage = "hi"\n' +
+      '[cron.sandbox]\nmemory = "64M"\n',
+  );
+  strictEqual(ownerJob.code, 0);
+  ok(/warning: coop\.toml: cron\[0\]\.sandbox: "alice" is the owner/.test(ownerJob.output));
   const job = '[[cron]]\nname = "n"\nuser = "alice"\nmessage = "hi"\n';
   const never = await check(BASE + job + 'schedule = "0 0 31 2 *"\n');
   strictEqual(never.code, 0);

@@ -119,6 +119,54 @@ Deno.test("gateway: two requests for one session at once run one after the other
   });
 });
 
+Deno.test("gateway: two unknown senders naming the same session id never share it", async () => {
+  await withGateway(
+    [format.text(["to dave"]), format.text(["to erin"])],
+    async (gateway, server) => {
+      await gateway.handle({
+        channel: "http",
+        sender: "dave",
+        text: "dave's secret",
+        session: "main",
+      });
+      await gateway.handle({
+        channel: "http",
+        sender: "erin",
+        text: "what did dave say?",
+        session: "main",
+      });
+      assertEquals(
+        format.messages(server.requests[1].body).length,
+        1,
+        "erin sees only her message",
+      );
+      const dave = gateway.sessions.history({
+        channel: "http",
+        user: "public:dave",
+        session: "main",
+      });
+      assertEquals(dave.map((m) => m.content), ["dave's secret", {
+        text: "to dave",
+        toolCalls: [],
+      }]);
+    },
+  );
+});
+
+Deno.test("gateway: a session once at lower trust stays tainted for its own user", async () => {
+  await withGateway([format.text(["ok"])], async (gateway, server) => {
+    const key = { channel: "http", user: "bob", session: "was-low" };
+    gateway.sessions.append(key, {
+      role: "user",
+      content: "from a group",
+      principal: "bob",
+      trust: "familiar",
+    });
+    await gateway.handle({ channel: "http", sender: "bob", text: "run it", session: "was-low" });
+    assert(!format.toolNames(server.requests[0].body).includes("bash"), "no bash at familiar");
+  });
+});
+
 Deno.test("gateway: text from a less trusted principal in the session taints the turn", async () => {
   await withGateway([format.text(["ok"])], async (gateway, server) => {
     const key = { channel: "http", user: "bob", session: "shared1" };
