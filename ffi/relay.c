@@ -55,6 +55,9 @@ struct conn {
   pthread_t thread;
   int client, upstream;
   int command; /* guarded by relay->lock */
+  /* guarded by relay->lock: 0 until answered, then 1; back to 0 only after a failed dial, whose
+   * only answer left is the 502 reply. A second answer would free buffers serve() still reads. */
+  int answered;
   unsigned char *to_client, *to_upstream;
   long to_client_len, to_upstream_len;
   struct sockaddr_storage address;
@@ -146,7 +149,7 @@ static int next_command(struct conn *c) {
   pthread_mutex_lock(&r->lock);
   while (c->command == CMD_NONE && !r->stopping) pthread_cond_wait(&r->changed, &r->lock);
   int command = r->stopping ? CMD_NONE : c->command;
-  c->command = CMD_NONE;
+  c->command = CMD_NONE; /* taken; `answered` stays set */
   pthread_mutex_unlock(&r->lock);
   return command;
 }
@@ -224,6 +227,8 @@ static void relay_both(struct conn *c) {
                            {c->upstream, c->client, {-1, -1}, 0, 0}};
   if (open_pipe(d[0].pipe) < 0 || open_pipe(d[1].pipe) < 0) goto out;
   while (!d[0].done || !d[1].done) {
+    /* A steady transfer never waits in poll(): look at the stop flag on every round too. */
+    if (__atomic_load_n(&c->relay->stopping, __ATOMIC_RELAXED)) break;
     if (advance(&d[0]) | advance(&d[1])) continue;
     struct pollfd p[3] = {{c->relay->stop, POLLIN, 0}};
     int n = 1;
@@ -254,8 +259,13 @@ static void *serve(void *arg) {
       }
       if (command != CMD_DIAL) break;
       int result = dial(c);
+      if (result < 0) {
+        pthread_mutex_lock(&r->lock);
+        c->answered = 0; /* TypeScript answers with a 502 */
+        pthread_mutex_unlock(&r->lock);
+      }
       post(r, c->id, EV_DIALED, result);
-      if (result < 0) continue; /* TypeScript answers with a 502 */
+      if (result < 0) continue;
       if (send_all(r, c->client, c->to_client, c->to_client_len) == 0 &&
           send_all(r, c->upstream, c->to_upstream, c->to_upstream_len) == 0 &&
           send_all(r, c->upstream, c->buf + c->head_len, c->rest_len) == 0)
@@ -390,9 +400,10 @@ static int command(struct relay *r, uint32_t id, const struct sockaddr_storage *
   struct conn *c = find(r, id);
   if (!client_copy || !upstream_copy) {
     result = -ENOMEM;
-  } else if (!c || c->command != CMD_NONE) {
+  } else if (!c || c->answered) {
     result = !c ? -ENOENT : -EBUSY;
   } else {
+    c->answered = 1;
     free(c->to_client), free(c->to_upstream);
     c->to_client = client_copy, c->to_client_len = to_client_len;
     c->to_upstream = upstream_copy, c->to_upstream_len = to_upstream_len;
@@ -453,7 +464,7 @@ void coop_relay_stop(struct relay *r) {
   while (write(r->stop, &one, sizeof one) < 0 && errno == EINTR) {
   }
   pthread_mutex_lock(&r->lock);
-  r->stopping = 1;
+  __atomic_store_n(&r->stopping, 1, __ATOMIC_RELAXED); /* also read without the lock */
   pthread_cond_broadcast(&r->changed);
   pthread_mutex_unlock(&r->lock);
 }

@@ -202,3 +202,33 @@ Deno.test({
     assertEquals(relayThreads(), 0, "close() joins every relay thread");
   },
 });
+
+Deno.test({
+  name: "proxy: close() while a decision is pending; the late answer never reaches the freed relay",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    let answer: (addresses: string[]) => void = () => {};
+    let asked: () => void = () => {};
+    const resolving = new Promise<void>((resolve) => (asked = resolve));
+    const proxy = await startPolicyProxy({
+      allowDomains: ["slow.test"],
+      resolve: () => {
+        asked();
+        return new Promise((resolve) => (answer = resolve));
+      },
+      allowPrivateAddresses: true,
+    });
+    const reply = ask(
+      proxy.socketPath,
+      `CONNECT slow.test:443 HTTP/1.1\r\n${auth(proxy.token)}\r\n`,
+    );
+    await resolving;
+    // close() must wait for the pending handler, not free the relay under it.
+    const closing = proxy.close();
+    answer(["127.0.0.1"]);
+    await closing;
+    assertEquals(await reply, "", "the connection was ended without an answer");
+    assertEquals(relayThreads(), 0);
+  },
+});

@@ -17,6 +17,8 @@ import { MAX_HEAD_BYTES } from "./http_head.ts";
 /** Event kinds (`EV_*` in ffi/relay.c). */
 const EV = { head: 1, dialed: 2, done: 3, acceptorExit: 4 } as const;
 const EVENT_BYTES = 12;
+/** What a dial answers when the proxy stopped first. */
+const ECANCELED = 125;
 /** Room for the longest head C accepts (HEAD_BUF in ffi/relay.c). */
 const HEAD_ROOM = MAX_HEAD_BYTES + 16 * 1024;
 
@@ -63,6 +65,9 @@ export async function listenRelay(
   const dials = new Map<number, (result: number) => void>();
   const live = new Set<number>();
   let acceptorGone = false;
+  // Set by close(): from then on no call may reach the relay, which close() frees once C has
+  // ended every connection — a decision still pending (a slow resolver) must find it gone.
+  let stopped = false;
   let finished: () => void = () => {};
   const allGone = new Promise<void>((resolve) => (finished = resolve));
   const checkFinished = () => {
@@ -75,10 +80,12 @@ export async function listenRelay(
     return {
       head: buffer.slice(0, Math.max(0, n)),
       reply(bytes) {
+        if (stopped || !live.has(id)) return;
         lib.coop_relay_reply(relay, id, bytes, BigInt(bytes.length));
       },
       dial(address, port, toClient, toUpstream) {
         return new Promise((resolve) => {
+          if (stopped || !live.has(id)) return resolve(ECANCELED);
           dials.set(id, resolve);
           const accepted = lib.coop_relay_dial(
             relay,
@@ -104,13 +111,14 @@ export async function listenRelay(
       acceptorGone = true;
     } else if (kind === EV.head) {
       live.add(id);
-      onConnection(connection(id));
+      // After close(), C ends the connection on its own; nobody is there to answer it.
+      if (!stopped) onConnection(connection(id));
     } else if (kind === EV.dialed) {
       dials.get(id)?.(-value);
       dials.delete(id);
     } else if (kind === EV.done) {
       // A dial still pending when the proxy stops ends as canceled.
-      dials.get(id)?.(125);
+      dials.get(id)?.(ECANCELED);
       dials.delete(id);
       live.delete(id);
       lib.coop_relay_release(relay, id);
@@ -140,6 +148,7 @@ export async function listenRelay(
   return {
     close() {
       closing ??= (async () => {
+        stopped = true;
         lib.coop_relay_stop(relay);
         await allGone;
         lib.coop_relay_free(relay);

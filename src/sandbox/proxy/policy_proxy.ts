@@ -175,7 +175,8 @@ function originRequest(head: RequestHead, url: URL): Uint8Array {
   for (const [name, value] of head.headers) {
     if (!DROPPED.has(name.toLowerCase())) lines.push(`${name}: ${value}`);
   }
-  // One request per connection: a second one on it must pass the policy again.
+  // Asks the server to end after this response. A client that pipelines more requests anyway
+  // reaches only the address already checked — no more than a CONNECT to it would allow.
   lines.push("Connection: close");
   return latin1ToBytes(lines.join("\r\n") + "\r\n\r\n");
 }
@@ -275,29 +276,37 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     }
   };
 
-  const relay = await listenRelay(socketPath, (client) => {
-    const task = handle(client)
-      .catch(() => client.reply(new Uint8Array()))
-      .finally(() => handlers.delete(task));
-    handlers.add(task);
-  });
-  if (options.socketOwner) {
-    await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
-    await Deno.chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
+  let relay: Awaited<ReturnType<typeof listenRelay>> | undefined;
+  const release = async () => {
+    await relay?.close();
+    await Promise.allSettled([...handlers]);
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  try {
+    relay = await listenRelay(socketPath, (client) => {
+      const task = handle(client)
+        .catch(() => client.reply(new Uint8Array()))
+        .finally(() => handlers.delete(task));
+      handlers.add(task);
+    });
+    if (options.socketOwner) {
+      await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
+      await Deno.chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
+    }
+    await Deno.chmod(socketPath, 0o600);
+  } catch (error) {
+    await release(); // no relay thread, socket or directory outlives a failed start
+    throw error;
   }
-  await Deno.chmod(socketPath, 0o600);
 
-  let closed = false;
+  let closing: Promise<void> | undefined;
   return {
     socketPath,
     token,
     denials,
-    async close() {
-      if (closed) return;
-      closed = true;
-      await relay.close();
-      await Promise.allSettled([...handlers]);
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    close() {
+      closing ??= release();
+      return closing;
     },
   };
 }
