@@ -4,21 +4,10 @@
  * sandbox cannot redirect the gateway outside the root. Used by the file tools.
  * @module
  */
+import { errnoName } from "./errno.ts";
 import { loadTrampoline } from "./ffi.ts";
 
 const encoder = new TextEncoder();
-const ERRNO_NAMES: Record<number, string> = {
-  2: "ENOENT",
-  13: "EACCES",
-  18: "EXDEV",
-  20: "ENOTDIR",
-  21: "EISDIR",
-  22: "EINVAL",
-  27: "EFBIG",
-  28: "ENOSPC",
-  36: "ENAMETOOLONG",
-  40: "ELOOP",
-};
 
 /** A confined file operation failed; `code` is the errno name (`EXDEV`: it left the root). */
 export class BeneathError extends Error {
@@ -39,7 +28,7 @@ function cString(text: string): Uint8Array {
 }
 
 function fail(errno: number, what: string, size?: number): never {
-  const code = ERRNO_NAMES[errno] ?? `errno ${errno}`;
+  const code = errnoName(errno);
   throw new BeneathError(code, `${what}: ${code}`, size);
 }
 

@@ -7,18 +7,10 @@
  */
 import { SandboxSetupError } from "./errors.ts";
 import type { CgroupV1Dir } from "./limits.ts";
+import { ERRNO } from "./errno.ts";
 import { stepName } from "./protocol.ts";
 
 const STEP_CGROUP = 30;
-const ERRNO: Record<string, number> = {
-  EPERM: 1,
-  ENOENT: 2,
-  EACCES: 13,
-  EBUSY: 16,
-  EEXIST: 17,
-  EINVAL: 22,
-  ENOSPC: 28,
-};
 
 let sequence = 0;
 

@@ -18,11 +18,13 @@ const NAMES: Record<number, [string, string]> = {
   14: ["EFAULT", "bad address"],
   16: ["EBUSY", "device or resource busy"],
   17: ["EEXIST", "file exists"],
+  18: ["EXDEV", "invalid cross-device link"],
   20: ["ENOTDIR", "not a directory"],
   21: ["EISDIR", "is a directory"],
   22: ["EINVAL", "invalid argument"],
   24: ["EMFILE", "too many open files"],
   26: ["ETXTBSY", "text file busy"],
+  27: ["EFBIG", "file too large"],
   28: ["ENOSPC", "no space left on device"],
   30: ["EROFS", "read-only file system"],
   32: ["EPIPE", "broken pipe"],
@@ -38,8 +40,13 @@ const NAMES: Record<number, [string, string]> = {
   110: ["ETIMEDOUT", "connection timed out"],
   111: ["ECONNREFUSED", "connection refused"],
   113: ["EHOSTUNREACH", "no route to host"],
-  125: ["ECANCELED", "operation canceled (forced failure)"],
+  125: ["ECANCELED", "operation canceled"],
 };
+
+/** Errno numbers by name (`ERRNO.ENOENT === 2`), for the names in the table above. */
+export const ERRNO: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries(NAMES).map(([number, [name]]) => [name, Number(number)]),
+);
 
 /** `EACCES`, or `errno 123` for numbers this table does not know. */
 export function errnoName(errno: number): string {

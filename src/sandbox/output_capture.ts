@@ -5,6 +5,7 @@
  * @module
  */
 import type { Buffer } from "node:buffer";
+import { ERRNO } from "./errno.ts";
 import type net from "node:net";
 import type { Trampoline } from "./ffi.ts";
 
@@ -16,7 +17,7 @@ export interface Captured {
 
 const DRAIN_CHUNK = 16n << 20n;
 const MAX_BACKOFF_MS = 32;
-const EAGAIN = -11n;
+const EAGAIN = -BigInt(ERRNO.EAGAIN); // coop_drain returns -errno
 
 /** Discards the rest of `fd` (ours to close), polling without blocking; resolves at EOF. */
 function drain(lib: Trampoline, fd: number): Promise<void> {

@@ -8,15 +8,16 @@
  * @module
  */
 import net from "node:net";
-import { protectedPathsIn } from "./protected_paths.ts";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
+import { ERRNO } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
 import { RECORD, RECORD_SIZE, type StepName, stepName } from "./protocol.ts";
+import { protectedPathsIn } from "./protected_paths.ts";
 import { waitForExit } from "./reaper.ts";
 import {
   type PolicyProxy,
@@ -151,7 +152,7 @@ function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: 
 }
 
 function hintFor(step: string, errno: number): string | undefined {
-  if (step === "clone" && (errno === 1 || errno === 28)) {
+  if (step === "clone" && (errno === ERRNO.EPERM || errno === ERRNO.ENOSPC)) {
     return "user namespaces are unavailable: check kernel.unprivileged_userns_clone, " +
       "user.max_user_namespaces and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
   }
@@ -159,8 +160,10 @@ function hintFor(step: string, errno: number): string | undefined {
     return "the gateway could not place the sandbox in its cgroup v1 limits; the command did " +
       "not run (fail closed)";
   }
-  if (step === "mount-workspace" && errno === 2) return "the workspace directory does not exist";
-  if (step === "mount-workspace" && errno === 40) {
+  if (step === "mount-workspace" && errno === ERRNO.ENOENT) {
+    return "the workspace directory does not exist";
+  }
+  if (step === "mount-workspace" && errno === ERRNO.ELOOP) {
     return "the workspace is a symlink, or became one while the sandbox was being set up; " +
       "Coop never follows it (configure the directory it points to)";
   }

@@ -84,8 +84,3 @@ function ipv6Range(g: number[]): string | null {
   if (g[0] === 0x2001 && g[1] === 0x0db8) return "documentation (2001:db8::/32)";
   return null;
 }
-
-/** True when `address` is an IP literal this module understands. */
-export function isIpAddress(address: string): boolean {
-  return parseIpv4(address) !== null || parseIpv6(address) !== null;
-}

@@ -2,7 +2,7 @@
  * The policy proxy behind network "proxy": allowlist, address checks and the proxy server.
  * @module
  */
-export { forbiddenRange, isIpAddress } from "./address_policy.ts";
+export { forbiddenRange } from "./address_policy.ts";
 export { type AllowEntry, Allowlist, DEFAULT_PORTS, parseAllowEntry } from "./allowlist.ts";
 export {
   decide,

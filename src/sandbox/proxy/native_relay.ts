@@ -10,7 +10,7 @@
  */
 import type { Buffer } from "node:buffer";
 import net from "node:net";
-import { errnoName } from "../errno.ts";
+import { ERRNO, errnoName } from "../errno.ts";
 import { loadTrampoline, type Trampoline } from "../ffi.ts";
 import { MAX_HEAD_BYTES } from "./http_head.ts";
 
@@ -18,7 +18,7 @@ import { MAX_HEAD_BYTES } from "./http_head.ts";
 const EV = { head: 1, dialed: 2, done: 3, acceptorExit: 4 } as const;
 const EVENT_BYTES = 12;
 /** What a dial answers when the proxy stopped first. */
-const ECANCELED = 125;
+const ECANCELED = ERRNO.ECANCELED;
 /** Room for the longest head C accepts (HEAD_BUF in ffi/relay.c). */
 const HEAD_ROOM = MAX_HEAD_BYTES + 16 * 1024;
 
