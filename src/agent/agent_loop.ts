@@ -5,7 +5,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { CoopError } from "../core/errors.ts";
+import { CoopError, errorMessage } from "../core/errors.ts";
 import type {
   ChatMessage,
   Provider,
@@ -296,7 +296,7 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
         execution = signal.aborted
           ? { content: CANCELLED_RESULT, isError: true, sandboxed: tool.sandboxed }
           : {
-            content: `${call.name} failed: ${error instanceof Error ? error.message : error}`,
+            content: `${call.name} failed: ${errorMessage(error)}`,
             isError: true,
             sandboxed: tool.sandboxed,
           };

@@ -4,6 +4,7 @@
  * stream that has started is never replayed.
  * @module
  */
+import { errorMessage } from "../core/errors.ts";
 import { getLogger } from "@logtape/logtape";
 import { ProviderError } from "./provider_error.ts";
 
@@ -122,7 +123,7 @@ export async function postJson(
       });
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
-      lastProblem = `cannot reach ${post.url}: ${error instanceof Error ? error.message : error}`;
+      lastProblem = `cannot reach ${post.url}: ${errorMessage(error)}`;
     }
     if (response !== undefined) {
       if (response.ok) return response;

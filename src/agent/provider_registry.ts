@@ -10,7 +10,21 @@ import type { Provider } from "./provider.ts";
 import { ProviderError } from "./provider_error.ts";
 
 /** Wire-format families: `anthropic` speaks the Messages API, the rest Chat Completions. */
-export type ProviderKind = "anthropic" | "openai" | "openai_compatible" | "ollama";
+/** The wire formats a `[[providers]]` entry can name. */
+export const PROVIDER_KINDS = ["anthropic", "openai", "openai_compatible", "ollama"] as const;
+
+/** One of `PROVIDER_KINDS`. */
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+/**
+ * Splits `"<provider name>/<model id>"` at the first `/` (OpenRouter ids such as
+ * `openrouter/anthropic/claude-sonnet-4` keep theirs); null when either side is empty.
+ */
+export function parseModelRef(model: string): { provider: string; model: string } | null {
+  const slash = model.indexOf("/");
+  if (slash <= 0 || slash === model.length - 1) return null;
+  return { provider: model.slice(0, slash), model: model.slice(slash + 1) };
+}
 
 /** One `[[providers]]` entry as config validated it. */
 export interface ProviderEntry {
@@ -92,22 +106,21 @@ export function selectModel(
       'no model configured; set [agent] model = "<provider name>/<model id>"',
     );
   }
-  const slash = model.indexOf("/");
-  if (slash <= 0 || slash === model.length - 1) {
+  const ref = parseModelRef(model);
+  if (!ref) {
     throw new ProviderError(
       "provider.not_configured",
       model,
       `[agent] model must be "<provider name>/<model id>", got "${model}"`,
     );
   }
-  const name = model.slice(0, slash);
-  const entry = providers.find((p) => p.name === name);
+  const entry = providers.find((p) => p.name === ref.provider);
   if (!entry) {
     throw new ProviderError(
       "provider.not_configured",
-      name,
+      ref.provider,
       "[agent] model names it, but there is no [[providers]] entry with that name",
     );
   }
-  return { provider: createProvider(entry, options), model: model.slice(slash + 1) };
+  return { provider: createProvider(entry, options), model: ref.model };
 }

@@ -6,6 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { z } from "zod";
+import { isSessionId } from "../gateway/session_store.ts";
 import type { TurnHandler } from "./turn_handler.ts";
 
 const log = getLogger(["coop", "channel", "http"]);
@@ -28,8 +29,7 @@ export interface HttpChannelOptions {
 
 const messageBody = z.strictObject({
   text: z.string().min(1, "must be a non-empty string"),
-  session: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 of A-Z a-z 0-9 _ -")
-    .optional(),
+  session: z.string().refine(isSessionId, "must be 1-64 of A-Z a-z 0-9 _ -").optional(),
 });
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {

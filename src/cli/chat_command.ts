@@ -5,7 +5,12 @@
  */
 import process from "node:process";
 import { runTerminalChannel } from "../channels/terminal_channel.ts";
-import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
+import {
+  parseConfigOption,
+  startGateway,
+  type StartupDependencies,
+  writeStderr,
+} from "./gateway_startup.ts";
 
 /** The terminal's sender id: the REPL speaks as `terminal:default`. */
 export const TERMINAL_SENDER = "default";
@@ -18,7 +23,7 @@ export async function chatCommand(args: string[], deps: StartupDependencies = {}
   const { config, gateway, banner } = started;
   if (config.channels.terminal?.enabled === false) {
     gateway.close();
-    console.error(`coop: [channels.terminal] enabled = false in ${file}; coop chat is off`);
+    writeStderr(`coop: [channels.terminal] enabled = false in ${file}; coop chat is off\n`);
     return 1;
   }
   const { principal } = gateway.route("terminal", TERMINAL_SENDER);

@@ -39,7 +39,8 @@ export function parseConfigOption(args: string[]): string {
   return values.config ?? DEFAULT_CONFIG_FILE;
 }
 
-const stderr = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text));
+/** Writes to stderr (diagnostics and status lines of `start` and `chat`). */
+export const writeStderr = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text));
 
 /**
  * Loads, checks and opens everything; returns the exit status instead when the config has
@@ -49,7 +50,7 @@ export async function startGateway(
   file: string,
   deps: StartupDependencies = {},
 ): Promise<StartedGateway | number> {
-  const write = deps.writeError ?? stderr;
+  const write = deps.writeError ?? writeStderr;
   let config: CoopConfig;
   try {
     config = await loadConfig(file);

@@ -7,11 +7,16 @@
 import { getLogger } from "@logtape/logtape";
 import { serveHttpChannel } from "../channels/http_channel.ts";
 import { CronScheduler } from "../gateway/cron_scheduler.ts";
-import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
+import {
+  parseConfigOption,
+  startGateway,
+  type StartupDependencies,
+  writeStderr,
+} from "./gateway_startup.ts";
 
 const log = getLogger(["coop", "start"]);
 
-const say = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(`coop: ${text}\n`));
+const say = (text: string) => writeStderr(`coop: ${text}\n`);
 
 /** Runs the gateway until a stop signal; returns the exit status. */
 export async function startCommand(

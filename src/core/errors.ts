@@ -4,6 +4,11 @@
  */
 
 /** Base class of Coop's deliberate errors: a stable `code` and a message a user can act on. */
+/** The message of a thrown value, whatever was thrown. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 export class CoopError extends Error {
   /** A stable machine-readable code, e.g. `config.invalid`. */
   readonly code: string;

@@ -4,13 +4,14 @@
  * sandbox swaps in between cannot lead the gateway — which runs on the host — outside it.
  * @module
  */
+import { errorMessage } from "./errors.ts";
 import { BeneathError, readFileBeneath, writeFileBeneath } from "../sandbox/mod.ts";
 import { type PathScope, ToolError } from "./tool_contract.ts";
 import { resolveScopedPath, scopedComponents } from "./workspace_path.ts";
 
 function toolError(path: string, scope: PathScope, error: unknown): ToolError {
   if (!(error instanceof BeneathError)) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return new ToolError("tool.io", `cannot access "${path}": ${message}`, { cause: error });
   }
   switch (error.code) {

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import type { ExecResult } from "../sandbox/mod.ts";
-import { CoopError } from "./errors.ts";
+import { CoopError, errorMessage } from "./errors.ts";
 import type { MemoryStore } from "./trust.ts";
 
 /** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
@@ -126,7 +126,7 @@ export async function runTool(
   } catch (error) {
     if (error instanceof CoopError) return { isError: true, content: error.message };
     // Anything else is a bug or an OS error; the model still gets a reply, not a crash.
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return { isError: true, content: `${tool.name} failed: ${message}` };
   }
 }

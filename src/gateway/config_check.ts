@@ -2,6 +2,7 @@
  * Checks that need the whole config: duplicates, owners, cron users, secrets, scopes.
  * @module
  */
+import { parseModelRef } from "../agent/provider_registry.ts";
 import { relative } from "node:path";
 import { PUBLIC_NAME, TERMINAL_OWNER_NAME } from "./router.ts";
 import { channelSecrets } from "./channel_secrets.ts";
@@ -179,8 +180,8 @@ function checkProviders(config: CoopConfig, out: ConfigDiagnostic[]): void {
   });
   const model = config.agent.model;
   if (model === undefined) return;
-  const slash = model.indexOf("/");
-  if (slash <= 0 || slash === model.length - 1) {
+  const ref = parseModelRef(model);
+  if (!ref) {
     out.push(error(
       "config.model_format",
       "agent.model",
@@ -188,7 +189,7 @@ function checkProviders(config: CoopConfig, out: ConfigDiagnostic[]): void {
     ));
     return;
   }
-  const name = model.slice(0, slash);
+  const name = ref.provider;
   if (!seen.has(name)) {
     const known = config.providers.map((p) => `"${p.name}"`).join(", ");
     out.push(error(

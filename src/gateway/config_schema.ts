@@ -14,7 +14,7 @@ import { parseAllowEntry } from "../sandbox/mod.ts";
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
 
 /** Provider kinds config accepts: the Anthropic Messages API or an OpenAI-compatible one. */
-export const PROVIDER_KINDS = ["anthropic", "openai", "openai_compatible", "ollama"] as const;
+import { PROVIDER_KINDS } from "../agent/provider_registry.ts";
 
 /** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
 export const WORKSPACE_SCOPES = ["user", "shared"] as const;

@@ -5,7 +5,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { CoopError } from "../core/errors.ts";
+import { CoopError, errorMessage } from "../core/errors.ts";
 import type { CronJobConfig } from "./config.ts";
 import { nextCronRun } from "./cron_schedule.ts";
 
@@ -116,10 +116,6 @@ interface JobState {
   run: Promise<void> | null;
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /**
  * Schedules `[[cron]]` jobs.
  *
@@ -161,7 +157,7 @@ export class CronScheduler {
       } catch (error) {
         throw new CronSchedulerError(
           "cron.invalid_schedule",
-          `cron job "${job.name}": invalid schedule "${job.schedule}": ${describe(error)}`,
+          `cron job "${job.name}": invalid schedule "${job.schedule}": ${errorMessage(error)}`,
           { cause: error },
         );
       }
@@ -283,7 +279,7 @@ export class CronScheduler {
       log.info("cron.done", { event: "cron.done", job: job.name, session: result.session });
     } catch (error) {
       state.status.failures++;
-      state.status.lastError = describe(error);
+      state.status.lastError = errorMessage(error);
       // Nothing to retry here: the next tick runs the job again.
       log.error("cron.failed", {
         event: "cron.failed",
@@ -336,7 +332,7 @@ export class CronScheduler {
         job: payload.job,
         // The URL may carry a token in its query; log the origin only.
         callback: new URL(target.url).origin,
-        error: describe(error),
+        error: errorMessage(error),
       });
     }
   }

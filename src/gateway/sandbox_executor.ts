@@ -2,6 +2,7 @@
  * `SandboxExecutor`: authorizes a tool call, then runs it on the host (owner) or in the sandbox.
  * @module
  */
+import { errorMessage } from "../core/errors.ts";
 import type {
   CommandResult,
   CommandRunner,
@@ -175,7 +176,7 @@ export class SandboxExecutor {
     try {
       await Deno.mkdir(scope.hostRoot, { recursive: true });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       return {
         isError: true,
         content: `cannot create workspace ${scope.hostRoot}: ${message}`,
@@ -258,7 +259,7 @@ export class SandboxExecutor {
           signal,
         });
       } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
+        const reason = errorMessage(error);
         throw new ToolError(
           "tool.sandbox_unavailable",
           `the sandbox could not start, so the command did not run: ${reason}`,

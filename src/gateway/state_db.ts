@@ -6,7 +6,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
-import { CoopError } from "../core/errors.ts";
+import { CoopError, errorMessage } from "../core/errors.ts";
 
 const log = getLogger(["coop", "sessions"]);
 
@@ -83,10 +83,6 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** Creates `dir` (and parents) and makes it 0700: only Coop's user may enter it. */
 export function ensurePrivateDir(dir: string): void {
   Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -133,7 +129,9 @@ export function migrate(db: DatabaseSync, migrations: readonly Migration[] = MIG
       db.exec("ROLLBACK");
       throw new StateDbError(
         "state.migration_failed",
-        `state database migration ${step.version} (${step.description}) failed: ${describe(error)}`,
+        `state database migration ${step.version} (${step.description}) failed: ${
+          errorMessage(error)
+        }`,
         { cause: error },
       );
     }
@@ -162,7 +160,7 @@ export function openStateDb(stateDir: string): DatabaseSync {
   } catch (error) {
     throw new StateDbError(
       "state.open_failed",
-      `cannot open the state database ${file}: ${describe(error)}`,
+      `cannot open the state database ${file}: ${errorMessage(error)}`,
       { cause: error },
     );
   }
@@ -179,7 +177,7 @@ export function openStateDb(stateDir: string): DatabaseSync {
     if (error instanceof StateDbError) throw error;
     throw new StateDbError(
       "state.open_failed",
-      `cannot open the state database ${file}: ${describe(error)}`,
+      `cannot open the state database ${file}: ${errorMessage(error)}`,
       { cause: error },
     );
   }
