@@ -1,8 +1,8 @@
 /* The parent side of the cgroup v1 limits path: places a new sandbox's init in the cgroups
  * the gateway prepared (src/sandbox/cgroup_v1.ts creates them and writes their limits).
  *
- * It runs in coop_spawn after clone and before the go byte: the init is still blocked in
- * recvmsg then, so no process of the sandbox ever runs outside its cgroups, and everything
+ * It runs in coop_start before the go byte: the init is still blocked in recvmsg then, so no
+ * process of the sandbox ever runs outside its cgroups, and everything
  * the command forks inherits them. The init's cgroup namespace was made at clone, rooted at
  * the gateway's cgroup, so inside /proc/self/cgroup shows only the sandbox's own leaf. */
 #define _GNU_SOURCE

@@ -6,10 +6,11 @@
 
 /* File descriptors the init starts with. */
 #define COOP_FD_REPORT 3 /* write end: records to the gateway */
-#define COOP_FD_SPEC 4   /* read: the serialized spec (a sealed memfd) */
-#define COOP_FD_GO 5     /* socket: one byte once the id maps are written, maybe with the
-                           * workspace as an idmapped mount (SCM_RIGHTS); the gateway keeps
-                           * its end open while the sandbox lives */
+#define COOP_FD_SPEC 4   /* read: the serialized spec (a memfd that came with the go byte) */
+#define COOP_FD_GO 5     /* socket: the go byte, sent once the id maps are written, carrying
+                           * the spec and, for a root invoker, the workspace as an idmapped
+                           * mount (SCM_RIGHTS, in that order); the gateway keeps its end open
+                           * while the sandbox lives */
 #define COOP_FD_WORKSPACE 6 /* the idmapped workspace mount, when one came with the go byte */
 #define COOP_FD_FIRST_FREE 7
 

@@ -45,13 +45,19 @@ extern const unsigned long coop_init_blob_size;
 enum { P_NEW_NET, P_OUTER_UID, P_OUTER_GID, P_WANT_STDIN, P_COUNT };
 enum { O_PID, O_PIDFD, O_STDIN, O_STDOUT, O_STDERR, O_REPORT, O_GO, O_ERR_STEP, O_ERR_ERRNO, O_COUNT };
 
+/* The init's fds 0-3 and 5 (fd 4, the spec, comes later with the go byte). */
+static const int child_fd_numbers[5] = {0, 1, 2, COOP_FD_REPORT, COOP_FD_GO};
+
 struct child_args {
-  int fds[6]; /* become the init's 0-5: stdin, stdout, stderr, report, spec, go */
+  int fds[5]; /* become the init's stdin, stdout, stderr, report and go */
   int init_fd;
+  const char *const *argv;
   volatile int exec_errno; /* written by the child if execveat fails (memory is shared) */
 };
 
+/* argv[1] tells the init whether it has a network namespace of its own (ffi/init/main.c). */
 static const char *const init_argv[] = {"coop-init", NULL};
+static const char *const init_argv_net[] = {"coop-init", "net", NULL};
 static const char *const init_envp[] = {NULL};
 
 const char *coop_source_hash(void) { return COOP_SOURCE_HASH; }
@@ -183,25 +189,24 @@ static int idmapped_workspace(pid_t pid, const char *workspace) {
   return tree;
 }
 
-/* Sends the go byte, with the workspace mount attached when there is one. */
-static int send_go(int sock, int fd) {
+/* Sends the init its go byte with `count` fds (SCM_RIGHTS): the spec and, when there is one,
+ * the workspace mount. */
+static int send_go(int sock, const int *fds, int count) {
   char byte = 'g';
   struct iovec iov = {.iov_base = &byte, .iov_len = 1};
   union {
     struct cmsghdr hdr;
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(2 * sizeof(int))];
   } control;
+  memset(&control, 0, sizeof control);
   struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (fd >= 0) {
-    memset(&control, 0, sizeof control);
-    msg.msg_control = control.buf;
-    msg.msg_controllen = sizeof control.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
+  msg.msg_control = control.buf;
+  msg.msg_controllen = CMSG_SPACE(count * sizeof(int));
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(count * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, count * sizeof(int));
   ssize_t n;
   do n = sendmsg(sock, &msg, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
@@ -211,10 +216,10 @@ static int send_go(int sock, int fd) {
 /* Runs in the child, on its own stack, in Deno's memory, with every signal blocked. */
 static int child_main(void *p) {
   struct child_args *a = p;
-  long tmp[6], exe;
+  long tmp[5], exe;
   keep_capabilities_across_exec();
   /* Move everything above any target number first, so no dup3 below clobbers a source. */
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 5; i++) {
     tmp[i] = SYS3(__NR_fcntl, a->fds[i], F_DUPFD_CLOEXEC, 64);
     if (tmp[i] < 0) goto fail_tmp;
   }
@@ -223,19 +228,19 @@ static int child_main(void *p) {
     tmp[0] = exe;
     goto fail_tmp;
   }
-  for (int i = 0; i < 6; i++) {
-    long r = SYS3(__NR_dup3, tmp[i], i, 0);
+  for (int i = 0; i < 5; i++) {
+    long r = SYS3(__NR_dup3, tmp[i], child_fd_numbers[i], 0);
     if (r < 0) {
       a->exec_errno = (int)-r;
       SYS1(__NR_exit, 127);
     }
   }
-  long r = SYS5(__NR_execveat, exe, "", init_argv, init_envp, AT_EMPTY_PATH);
+  long r = SYS5(__NR_execveat, exe, "", a->argv, init_envp, AT_EMPTY_PATH);
   a->exec_errno = (int)-r;
   SYS1(__NR_exit, 127);
   return 127;
 fail_tmp:
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < 5; i++)
     if (tmp[i] < 0) {
       a->exec_errno = (int)-tmp[i];
       break;
@@ -279,40 +284,45 @@ static int fail(int32_t *out, int step, int err) {
   return -1;
 }
 
-/* Starts a sandbox. params: see P_*; out: see O_*. Returns 0, or -1 with out[O_ERR_*] set.
- * idmap_workspace: NULL, or the workspace to hand over as an idmapped mount (root invokers).
- * cgroup_dirs: NULL, or the cgroup directories to place the init in before it may run
- * (NUL-separated, ended by an empty string; the cgroup v1 limits path).
- * On success the caller owns pid (reap it), pidfd, the three pipes, the report pipe and the go
- * socket (close it after reaping). */
-int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
-               const char *idmap_workspace, const char *cgroup_dirs, int32_t *out) {
-  int pipes[5][2], n_pipes = 0, spec_fd = -1;
+/* Kills and reaps a sandbox we started, and closes our fds of it (those still open). */
+static void discard(int32_t *out) {
+  if (out[O_PIDFD] >= 0) syscall(SYS_pidfd_send_signal, out[O_PIDFD], SIGKILL, NULL, 0);
+  if (out[O_PID] > 0) waitpid(out[O_PID], NULL, __WALL);
+  for (int i = O_PID + 1; i <= O_GO; i++)
+    if (out[i] >= 0) close(out[i]), out[i] = -1;
+  out[O_PID] = -1;
+}
+
+/* The first half of a sandbox, which needs nothing of the command: the init in fresh
+ * namespaces with its uid/gid maps written, blocked until coop_start sends its spec. Clone and
+ * the network namespace are most of a sandbox's cost, so the gateway runs this ahead of time
+ * for the next command (src/sandbox/prestart.ts). params: P_NEW_NET, P_OUTER_UID, P_OUTER_GID.
+ * Returns 0 with out[O_PID..O_GO] set — the caller owns them: coop_start or coop_discard —
+ * or -1 with out[O_ERR_*] set and nothing left behind. */
+int coop_prestart(const int32_t *params, int32_t *out) {
+  int pipes[5][2], n_pipes = 0;
   for (int i = 0; i < O_COUNT; i++) out[i] = -1;
 
   int exe = init_memfd();
   if (exe < 0) return fail(out, COOP_STEP_EXEC_INIT, -exe);
-  spec_fd = spec_memfd(spec, spec_len);
-  if (spec_fd < 0) return fail(out, COOP_STEP_SPEC, -spec_fd);
   for (; n_pipes < 5; n_pipes++) {
     int r = n_pipes < 4 ? pipe2(pipes[n_pipes], O_CLOEXEC)
                         : socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipes[n_pipes]);
     if (r < 0) {
       int err = errno;
-      close(spec_fd);
       close_all(&pipes[0][0], n_pipes * 2);
       return fail(out, COOP_STEP_CLONE, err);
     }
   }
-  /* pipes: 0 stdin, 1 stdout, 2 stderr, 3 report, 4 go (a socket: it may carry an fd) */
+  /* pipes: 0 stdin, 1 stdout, 2 stderr, 3 report, 4 go (a socket: it carries fds) */
   struct child_args args = {
-      .fds = {pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], spec_fd, pipes[4][0]},
+      .fds = {pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], pipes[4][0]},
       .init_fd = exe,
+      .argv = params[P_NEW_NET] ? init_argv_net : init_argv,
       .exec_errno = 0,
   };
   char *stack = malloc(CHILD_STACK_SIZE);
   if (!stack) {
-    close(spec_fd);
     close_all(&pipes[0][0], 10);
     return fail(out, COOP_STEP_CLONE, ENOMEM);
   }
@@ -336,59 +346,92 @@ int coop_spawn(const uint8_t *spec, size_t spec_len, const int32_t *params,
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   free(stack); /* CLONE_VFORK: the child has exec'd or exited by now */
 
-  /* The child's ends and the spec now live in the init (or nowhere). */
-  close(spec_fd);
+  /* The child's ends now live in the init (or nowhere). */
   close(pipes[0][0]), close(pipes[1][1]), close(pipes[2][1]), close(pipes[3][1]);
   close(pipes[4][0]);
-  int ours[5] = {pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0], pipes[4][1]};
-
+  out[O_STDIN] = pipes[0][1];
+  out[O_STDOUT] = pipes[1][0];
+  out[O_STDERR] = pipes[2][0];
+  out[O_REPORT] = pipes[3][0];
+  /* Kept open until the sandbox is reaped: an init that has not armed its parent-death signal
+   * yet (an idle one) reads EOF on it if we die, and exits (ffi/init/main.c). */
+  out[O_GO] = pipes[4][1];
   if (pid < 0) {
-    close_all(ours, 5);
+    discard(out);
     return fail(out, COOP_STEP_CLONE, clone_errno);
   }
+  out[O_PID] = pid;
+  out[O_PIDFD] = pidfd;
   int step = 0, err = 0;
   if (args.exec_errno) {
     step = COOP_STEP_EXEC_INIT, err = args.exec_errno;
-  }
-  if (!step && cgroup_dirs) {
-    int r = coop_cgroup_attach(pid, cgroup_dirs);
-    if (r) step = COOP_STEP_CGROUP, err = -r;
-  }
-  if (!step) {
+  } else {
     int r = write_id_maps(pid, params[P_OUTER_UID], params[P_OUTER_GID]);
     if (r) step = COOP_STEP_ID_MAP, err = -r;
   }
-  int tree = -1;
+  if (step) {
+    discard(out);
+    return fail(out, step, err);
+  }
+  /* Our end only (the init's is another open file): see coop_read_report. */
+  fcntl(out[O_REPORT], F_SETFL, O_NONBLOCK);
+  return 0;
+}
+
+/* The error an init recorded before it exited, if it did: a prestarted init that fails before
+ * its go byte (the loopback comes up then) shows only as a go byte that cannot be sent. */
+static void recorded_error(int32_t *out, int *step, int *err) {
+  waitpid(out[O_PID], NULL, __WALL);
+  out[O_PID] = -1;
+  struct coop_record rec;
+  while (read(out[O_REPORT], &rec, sizeof rec) == sizeof rec) {
+    if (rec.kind == COOP_REC_ERROR) {
+      *step = rec.a, *err = rec.b;
+      return;
+    }
+  }
+}
+
+/* The second half: gives a prestarted init (out, from coop_prestart) its spec and lets it
+ * build the sandbox and run the command. params: P_WANT_STDIN.
+ * idmap_workspace: NULL, or the workspace to hand over as an idmapped mount (root invokers).
+ * cgroup_dirs: NULL, or the cgroup directories to place the init in before it may run
+ * (NUL-separated, ended by an empty string; the cgroup v1 limits path).
+ * Returns 0: the caller still owns pid (reap it), pidfd, the pipes, the report pipe and the go
+ * socket (close it after reaping). Or -1 with out[O_ERR_*] set: the sandbox is gone, killed
+ * and reaped, and its fds closed — nothing of the command ran. */
+int coop_start(const uint8_t *spec, size_t spec_len, const int32_t *params,
+               const char *idmap_workspace, const char *cgroup_dirs, int32_t *out) {
+  int step = 0, err = 0, tree = -1;
+  int spec_fd = spec_memfd(spec, spec_len);
+  if (spec_fd < 0) step = COOP_STEP_SPEC, err = -spec_fd;
+  if (!step && cgroup_dirs) {
+    int r = coop_cgroup_attach(out[O_PID], cgroup_dirs);
+    if (r) step = COOP_STEP_CGROUP, err = -r;
+  }
   if (!step && idmap_workspace) {
-    tree = idmapped_workspace(pid, idmap_workspace);
+    tree = idmapped_workspace(out[O_PID], idmap_workspace);
     if (tree < 0) step = COOP_STEP_MOUNT_WORKSPACE, err = -tree;
   }
   if (!step) {
-    int r = send_go(ours[4], tree);
+    int fds[2] = {spec_fd, tree};
+    int r = send_go(out[O_GO], fds, tree >= 0 ? 2 : 1);
     if (r) step = COOP_STEP_WAIT_GO, err = -r;
+    /* The init's end is closed: it has exited, or is exiting, maybe with a reason. */
+    if (r == -EPIPE || r == -ECONNRESET) recorded_error(out, &step, &err);
   }
   if (tree >= 0) close(tree);
+  if (spec_fd >= 0) close(spec_fd);
   if (step) {
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    waitpid(pid, NULL, __WALL);
-    close(pidfd);
-    close_all(ours, 5);
+    discard(out);
     return fail(out, step, err);
   }
-  if (!params[P_WANT_STDIN]) close(ours[0]), ours[0] = -1;
-  /* Our end only (the init's is another open file): see coop_read_report. */
-  fcntl(ours[3], F_SETFL, O_NONBLOCK);
-  out[O_PID] = pid;
-  out[O_PIDFD] = pidfd;
-  out[O_STDIN] = ours[0];
-  out[O_STDOUT] = ours[1];
-  out[O_STDERR] = ours[2];
-  out[O_REPORT] = ours[3];
-  /* Kept open until the sandbox is reaped: the init reads EOF on it if we died before it
-   * could arm its parent-death signal (ffi/init/main.c). */
-  out[O_GO] = ours[4];
+  if (!params[P_WANT_STDIN]) close(out[O_STDIN]), out[O_STDIN] = -1;
   return 0;
 }
+
+/* Ends a prestarted sandbox that will not be used: kills and reaps the init, closes its fds. */
+void coop_discard(int32_t *out) { discard(out); }
 
 /* waitpid(pid, WNOHANG) for one known child: 0 while it runs, its pid once reaped. */
 int coop_wait(int pid, int32_t *status) {

@@ -29,43 +29,54 @@ struct coop_msghdr {
   unsigned long controllen;
   int flags;
 };
-struct coop_cmsg_fd {
+struct coop_cmsg_fds {
   unsigned long len;
   int level;
   int type;
-  int fd;
-  int pad;
+  int fds[2];
 };
+#define COOP_CMSG_HEADER (sizeof(unsigned long) + 2 * sizeof(int))
 #define COOP_SOL_SOCKET 1
 #define COOP_SCM_RIGHTS 1
 #define COOP_MSG_CMSG_CLOEXEC 0x40000000
 #define COOP_MSG_PEEK 0x2
 #define COOP_MSG_DONTWAIT 0x40
 
-/* Blocks until the gateway has written our uid/gid maps (it can only do that after clone).
- * Returns the idmapped workspace mount it may send along (moved to COOP_FD_GO), or -1. */
+/* Blocks until the gateway sends the go byte — once our uid/gid maps are written (it can only
+ * do that after clone) — with the spec (a memfd) and, for a root invoker, the workspace as an
+ * idmapped mount. The init may have waited here long before the command exists
+ * (src/sandbox/prestart.ts). Puts the spec at COOP_FD_SPEC, becomes the mapped uid/gid 0 (the
+ * invoking user, or an unprivileged uid for root) and returns the workspace fd
+ * (COOP_FD_WORKSPACE) or -1. */
 static int wait_for_go(void) {
   char go = 0;
   struct coop_iovec iov = {&go, 1};
-  struct coop_cmsg_fd cmsg = {0};
+  struct coop_cmsg_fds cmsg = {0};
   struct coop_msghdr msg = {0, 0, &iov, 1, &cmsg, sizeof cmsg, 0};
   long n;
   do n = SYS3(__NR_recvmsg, COOP_FD_GO, &msg, COOP_MSG_CMSG_CLOEXEC);
   while (n == -EINTR);
   if (n != 1) coop_fail(COOP_STEP_WAIT_GO, n < 0 ? -n : EPIPE);
+  int count = 0;
+  if (msg.controllen >= COOP_CMSG_HEADER + sizeof(int) && cmsg.level == COOP_SOL_SOCKET &&
+      cmsg.type == COOP_SCM_RIGHTS)
+    count = (int)((cmsg.len - COOP_CMSG_HEADER) / sizeof(int));
+  if (count < 1 || count > 2) coop_fail(COOP_STEP_WAIT_GO, EPROTO);
+  const int *fds = cmsg.fds;
+  /* The received fds got the lowest free numbers, which may be 4 or 6 themselves: park them
+   * above the targets first so that no dup3 below clobbers the other one. */
+  long parked[2] = {-1, -1};
+  for (int i = 0; i < count; i++)
+    parked[i] = coop_check(COOP_STEP_WAIT_GO,
+                           SYS3(__NR_fcntl, fds[i], F_DUPFD_CLOEXEC, COOP_FD_FIRST_FREE));
+  for (int i = 0; i < count; i++) SYS1(__NR_close, fds[i]);
+  coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, parked[0], COOP_FD_SPEC, O_CLOEXEC));
   int tree = -1;
-  if (msg.controllen >= sizeof cmsg - sizeof cmsg.pad && cmsg.level == COOP_SOL_SOCKET &&
-      cmsg.type == COOP_SCM_RIGHTS) {
-    /* Keep it below COOP_FD_FIRST_FREE so closing inherited fds spares it. */
-    if (cmsg.fd != COOP_FD_WORKSPACE) { /* dup3 refuses old == new */
-      coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, cmsg.fd, COOP_FD_WORKSPACE, O_CLOEXEC));
-      SYS1(__NR_close, cmsg.fd);
-    }
+  if (count == 2) {
+    coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, parked[1], COOP_FD_WORKSPACE, O_CLOEXEC));
     tree = COOP_FD_WORKSPACE;
-  } else {
-    SYS1(__NR_close, COOP_FD_WORKSPACE); /* whatever the gateway had there, inherited */
   }
-  /* Become the mapped uid/gid 0 (the invoking user, or an unprivileged uid for root). */
+  for (int i = 0; i < count; i++) SYS1(__NR_close, parked[i]);
   coop_check(COOP_STEP_ID_MAP, SYS3(__NR_setresgid, 0, 0, 0));
   coop_check(COOP_STEP_ID_MAP, SYS3(__NR_setresuid, 0, 0, 0));
   return tree;
@@ -95,9 +106,22 @@ __attribute__((noreturn)) static void supervise(long command) {
   }
 }
 
-void coop_init_main(void) {
+/* argv[1] is "net" when the trampoline cloned the init into a new network namespace. */
+void coop_init_main(const long *stack) {
+  const char *const *argv = (const char *const *)(stack + 1);
+  int new_net = stack[0] > 1 && coop_streq(argv[1], "net");
   /* All signals arrive blocked (the trampoline blocks them around clone); they stay blocked
    * in the init, which takes them with sigtimedwait instead of handlers. */
+
+#ifndef COOP_DISABLE_CLOSE_FDS
+  coop_close_inherited_fds();
+#endif
+  /* The loopback depends on the namespace alone, so it comes up before the spec: off the
+   * command's path (the gateway prestarts inits: src/sandbox/prestart.ts). */
+  if (new_net) {
+    coop_step(0, COOP_STEP_LOOPBACK);
+    coop_loopback_up();
+  }
   spec.workspace_fd = wait_for_go();
   /* Die with the gateway's thread that spawned us (the JS main thread). Armed only now:
    * setresuid above clears it. If the gateway died before this, its end of the go socket is
@@ -113,16 +137,13 @@ void coop_init_main(void) {
 
   coop_step(0, COOP_STEP_SIGNALS);
   coop_reset_signals();
-#ifndef COOP_DISABLE_CLOSE_FDS
-  coop_close_inherited_fds();
-#endif
   coop_read_spec(&spec);
 
+  /* Inits are prestarted by shape (src/sandbox/prestart.ts): never let a spec that wants no
+   * network run in one that shares the host's. */
+  if (coop_streq(spec.net, "host") == new_net) coop_fail(COOP_STEP_LOOPBACK, EINVAL);
+
   coop_build_root(&spec);
-  if (!coop_streq(spec.net, "host")) {
-    coop_step(&spec, COOP_STEP_LOOPBACK);
-    coop_loopback_up();
-  }
 
   coop_step(&spec, COOP_STEP_HOSTNAME);
   coop_check(COOP_STEP_HOSTNAME,

@@ -42,9 +42,12 @@ void coop_reset_signals(void) {
   }
 }
 
-/* The init starts with the gateway's whole fd table (sockets, database files, the pipes of
- * other sandboxes); only 0-2 and the report pipe stay. */
+/* The init starts with whatever the gateway had open without close-on-exec (sockets, files,
+ * the pipes of other sandboxes); only 0-3 and the go socket stay. Done first: a prestarted init
+ * may wait a long time for its spec, and must not keep the gateway's files open meanwhile. */
 void coop_close_inherited_fds(void) {
+  SYS1(__NR_close, COOP_FD_SPEC);      /* the spec and the workspace come with the go byte */
+  SYS1(__NR_close, COOP_FD_WORKSPACE);
   coop_check(COOP_STEP_CLOSE_FDS, SYS3(__NR_close_range, COOP_FD_FIRST_FREE, ~0U, 0));
   coop_check(COOP_STEP_CLOSE_FDS, SYS3(__NR_fcntl, COOP_FD_REPORT, F_SETFD, FD_CLOEXEC));
 }

@@ -17,12 +17,13 @@ void *memcpy(void *d, const void *s, unsigned long n) {
   return d;
 }
 
-void coop_init_main(void);
+/* Called with the initial stack pointer: argc, then argv. */
+void coop_init_main(const long *stack);
 
 #if defined(__x86_64__)
-__asm__(".text\n.global _start\n_start:\n xor %rbp,%rbp\n and $-16,%rsp\n call coop_init_main\n ud2\n");
+__asm__(".text\n.global _start\n_start:\n xor %rbp,%rbp\n mov %rsp,%rdi\n and $-16,%rsp\n call coop_init_main\n ud2\n");
 #elif defined(__aarch64__)
-__asm__(".text\n.global _start\n_start:\n mov x29, #0\n mov x30, #0\n bl coop_init_main\n brk #0\n");
+__asm__(".text\n.global _start\n_start:\n mov x29, #0\n mov x30, #0\n mov x0, sp\n bl coop_init_main\n brk #0\n");
 #endif
 
 static int current_fail_at;

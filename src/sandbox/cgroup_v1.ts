@@ -64,7 +64,7 @@ export class CgroupV1Sandbox {
     return made;
   }
 
-  /** The directories as `coop_spawn` takes them: NUL-separated, ended by an empty string. */
+  /** The directories as `coop_start` takes them: NUL-separated, ended by an empty string. */
   attachList(): Uint8Array {
     return new TextEncoder().encode([...this.dirs.values()].map((d) => `${d}\0`).join("") + "\0");
   }

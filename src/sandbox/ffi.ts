@@ -9,10 +9,12 @@ import { hashSources } from "./source_hash.ts";
 const SYMBOLS = {
   coop_source_hash: { parameters: [], result: "pointer" },
   coop_disabled_layers: { parameters: [], result: "pointer" },
-  coop_spawn: {
+  coop_prestart: { parameters: ["buffer", "buffer"], result: "i32" },
+  coop_start: {
     parameters: ["buffer", "usize", "buffer", "buffer", "buffer", "buffer"],
     result: "i32",
   },
+  coop_discard: { parameters: ["buffer"], result: "void" },
   coop_wait: { parameters: ["i32", "buffer"], result: "i32" },
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
   coop_read_report: { parameters: ["i32", "buffer", "i64"], result: "i64" },
@@ -36,9 +38,9 @@ const SYMBOLS = {
 /** The trampoline's functions, as Deno.dlopen exposes them. */
 export type Trampoline = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
 
-/** Indexes of coop_spawn's `params` array (`P_*` in ffi/spawn.c). */
+/** Indexes of coop_prestart's and coop_start's `params` array (`P_*` in ffi/spawn.c). */
 export const PARAM = { newNet: 0, outerUid: 1, outerGid: 2, wantStdin: 3, count: 4 } as const;
-/** Indexes of coop_spawn's `out` array (`O_*` in ffi/spawn.c). */
+/** Indexes of the `out` array of coop_prestart and coop_start (`O_*` in ffi/spawn.c). */
 export const OUT = {
   pid: 0,
   pidfd: 1,

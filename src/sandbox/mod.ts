@@ -18,6 +18,7 @@ export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export { spawnSandboxed } from "./spawn.ts";
+export { discardPrestarted } from "./prestart.ts";
 export type { ProxyTestHooks, SandboxProcess, SandboxStatus, SpawnOptions } from "./spawn.ts";
 export { parseAllowEntry, startPolicyProxy } from "./proxy/mod.ts";
 export type { PolicyProxy, PolicyProxyOptions, ProxyDenial, Resolver } from "./proxy/mod.ts";

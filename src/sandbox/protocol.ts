@@ -62,7 +62,6 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "symlinks",
   "umount-oldroot",
   "remount-root-readonly",
-  "loopback",
   "hostname",
   "setsid",
   "chdir",

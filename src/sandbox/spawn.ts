@@ -11,14 +11,15 @@ import net from "node:net";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
-import { ERRNO } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
-import { RECORD, RECORD_SIZE, type StepName, stepName } from "./protocol.ts";
+import { RECORD, RECORD_SIZE, type StepName } from "./protocol.ts";
+import { startSandbox } from "./prestart.ts";
 import { protectedPathsIn } from "./protected_paths.ts";
 import { waitForExit } from "./reaper.ts";
+import { setupFailure } from "./setup_failure.ts";
 import {
   type PolicyProxy,
   type ProxyDenial,
@@ -151,28 +152,6 @@ function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: 
   return { uid, gid, idmapped: false };
 }
 
-function hintFor(step: string, errno: number): string | undefined {
-  if (step === "clone" && (errno === ERRNO.EPERM || errno === ERRNO.ENOSPC)) {
-    return "user namespaces are unavailable: check kernel.unprivileged_userns_clone, " +
-      "user.max_user_namespaces and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
-  }
-  if (step === "cgroup") {
-    return "the gateway could not place the sandbox in its cgroup v1 limits; the command did " +
-      "not run (fail closed)";
-  }
-  if (step === "mount-workspace" && errno === ERRNO.ENOENT) {
-    return "the workspace directory does not exist";
-  }
-  if (step === "mount-workspace" && errno === ERRNO.ELOOP) {
-    return "the workspace is a symlink, or became one while the sandbox was being set up; " +
-      "Coop never follows it (configure the directory it points to)";
-  }
-  if (step === "mount-proc") {
-    return "procfs cannot be mounted here (a container that masks /proc?); run Coop on the host";
-  }
-  return undefined;
-}
-
 /**
  * Starts `argv` in a new sandbox under `policy`.
  *
@@ -253,21 +232,30 @@ export async function spawnWorkspaceAsGiven(
     await proxy?.close();
     throw error;
   }
+  const shape = { newNet: policy.network !== "host", uid: ids.uid, gid: ids.gid };
   const params = new Int32Array(PARAM.count);
-  params[PARAM.newNet] = policy.network === "host" ? 0 : 1;
-  params[PARAM.outerUid] = ids.uid;
-  params[PARAM.outerGid] = ids.gid;
   params[PARAM.wantStdin] = options.stdin ? 1 : 0;
-  const out = new Int32Array(OUT.count);
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
   const cgroup = limits.cgroupV1 ? CgroupV1Sandbox.create(limits.cgroupV1) : null;
   const attach = cgroup ? cgroup.attachList() : null;
-  if (lib.coop_spawn(spec, BigInt(spec.length), params, idmap, attach, out) !== 0) {
+  let out: Int32Array;
+  try {
+    out = startSandbox(
+      lib,
+      shape,
+      (started) => lib.coop_start(spec, BigInt(spec.length), params, idmap, attach, started),
+    );
+  } catch (error) {
     await cgroup?.destroy();
     await proxy?.close();
-    const step = stepName(out[OUT.errStep]), errno = out[OUT.errErrno];
-    log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
-    throw new SandboxSetupError(step, errno, hintFor(step, errno));
+    if (error instanceof SandboxSetupError) {
+      log.info("sandbox.setup_failed {step} {errno}", {
+        step: error.step,
+        errno: error.errno,
+        argv,
+      });
+    }
+    throw error;
   }
   return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy);
 }
@@ -325,9 +313,13 @@ function track(
     await cgroup?.destroy();
     await proxy?.close();
     if (rep.setupError) {
-      const step = stepName(rep.setupError.step), errno = rep.setupError.errno;
-      log.info("sandbox.setup_failed {step} {errno}", { step, errno, argv });
-      throw new SandboxSetupError(step, errno, hintFor(step, errno));
+      const error = setupFailure(rep.setupError.step, rep.setupError.errno);
+      log.info("sandbox.setup_failed {step} {errno}", {
+        step: error.step,
+        errno: error.errno,
+        argv,
+      });
+      throw error;
     }
     const decoded = decodeWaitStatus(rep.commandStatus ?? waitStatus);
     return {

@@ -46,7 +46,7 @@ Deno.test("spec tags and magic agree with protocol.h", () => {
   assertEquals(/#define COOP_SPEC_MAGIC "([^"]+)"/.exec(header)?.[1], SPEC_MAGIC);
 });
 
-Deno.test("coop_spawn's parameter and result indexes agree with spawn.c", () => {
+Deno.test("coop_prestart's and coop_start's parameter and result indexes agree with spawn.c", () => {
   const enumOf = (first: string) => {
     const body = new RegExp(`enum \\{ (${first}[^}]*)\\}`).exec(spawnC)![1];
     return body.split(",").map((s) => s.trim()).filter(Boolean);

@@ -1,0 +1,36 @@
+/**
+ * A failed setup step, as the error the caller sees: the step's name, the errno, and a hint
+ * when the cause is a known one.
+ * @module
+ */
+import { ERRNO } from "./errno.ts";
+import { SandboxSetupError } from "./errors.ts";
+import { stepName } from "./protocol.ts";
+
+/** The error for setup step `step` (its protocol number) failing with `errno`. */
+export function setupFailure(step: number, errno: number): SandboxSetupError {
+  const name = stepName(step);
+  return new SandboxSetupError(name, errno, hintFor(name, errno));
+}
+
+function hintFor(step: string, errno: number): string | undefined {
+  if (step === "clone" && (errno === ERRNO.EPERM || errno === ERRNO.ENOSPC)) {
+    return "user namespaces are unavailable: check kernel.unprivileged_userns_clone, " +
+      "user.max_user_namespaces and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
+  }
+  if (step === "cgroup") {
+    return "the gateway could not place the sandbox in its cgroup v1 limits; the command did " +
+      "not run (fail closed)";
+  }
+  if (step === "mount-workspace" && errno === ERRNO.ENOENT) {
+    return "the workspace directory does not exist";
+  }
+  if (step === "mount-workspace" && errno === ERRNO.ELOOP) {
+    return "the workspace is a symlink, or became one while the sandbox was being set up; " +
+      "Coop never follows it (configure the directory it points to)";
+  }
+  if (step === "mount-proc") {
+    return "procfs cannot be mounted here (a container that masks /proc?); run Coop on the host";
+  }
+  return undefined;
+}

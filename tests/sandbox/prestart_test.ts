@@ -1,0 +1,189 @@
+/**
+ * Prestarted sandboxes (src/sandbox/prestart.ts): an init cloned ahead of time serves exactly
+ * one command, enforces the same policy as a cold one, is replaced when it dies while idle,
+ * stays bounded, and never outlives the gateway.
+ */
+import { assert, assertEquals, assertNotEquals } from "../assert.ts";
+import { exec, spawnSandboxed } from "../../src/sandbox/mod.ts";
+import { loadTrampoline, OUT, PARAM } from "../../src/sandbox/ffi.ts";
+import { resolvePolicy } from "../../src/sandbox/policy.ts";
+import {
+  discardPrestarted,
+  prestart,
+  prestartedCount,
+  prestartedPids,
+} from "../../src/sandbox/prestart.ts";
+import { RECORD, STEPS } from "../../src/sandbox/protocol.ts";
+import { buildSpec } from "../../src/sandbox/spec.ts";
+import { ERRNO } from "../../src/sandbox/errno.ts";
+import { sandboxTest, withWorkspace } from "./harness.ts";
+
+/** True once `pid` is gone or only a zombie (its parent has not reaped it yet). */
+function ended(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
+}
+
+/** What the kernel names an init until its go byte (it renames itself "coop-init" then). */
+function waitingForSpec(pid: number): boolean {
+  try {
+    return Deno.readTextFileSync(`/proc/${pid}/comm`).trim() === "memfd:coop-init" && !ended(pid);
+  } catch {
+    return false;
+  }
+}
+
+sandboxTest("each command runs in the init prestarted by the one before", async () => {
+  await withWorkspace(async (workspace) => {
+    discardPrestarted();
+    await exec({ workspace }, ["true"]);
+    const idle = prestartedPids();
+    assertEquals(idle.length, 1, `one idle init after a command: ${idle}`);
+    assert(waitingForSpec(idle[0]), "a live init, waiting for its spec");
+    const child = await spawnSandboxed({ workspace }, ["sh", "-c", "cat /etc/shadow; hostname"]);
+    assertEquals(child.pid, idle[0], "the command got the prestarted init");
+    const out: Uint8Array[] = [];
+    child.stdout.on("data", (chunk: Uint8Array) => out.push(chunk));
+    const status = await child.status;
+    assertEquals(status.exitCode, 0);
+    assertEquals(status.hardening.seccomp, true, "seccomp applied as on a cold start");
+    assert(status.hardening.landlockAbi > 0, "Landlock applied as on a cold start");
+    const next = prestartedPids();
+    assertEquals(next.length, 1);
+    assert(waitingForSpec(next[0]));
+    assertNotEquals(next[0], idle[0], "an init serves one command only");
+  });
+});
+
+sandboxTest("an idle init killed while waiting is replaced; the command still runs", async () => {
+  await withWorkspace(async (workspace) => {
+    discardPrestarted();
+    await exec({ workspace }, ["true"]);
+    const [idle] = prestartedPids();
+    assert(idle && waitingForSpec(idle), "an idle init exists");
+    Deno.kill(idle, "SIGKILL");
+    assert(await waitFor(() => ended(idle), 2000), "the idle init died");
+    const result = await exec({ workspace }, ["sh", "-c", "id -u; ls /root 2>&1 || true"]);
+    assertEquals(result.exitCode, 0, result.stderr);
+    assertEquals(result.stdout.split("\n")[0], "0", "root inside, as always");
+    assert(/No such file/.test(result.stdout), `no /root inside: ${result.stdout}`);
+    const [next] = prestartedPids();
+    assert(next !== idle && waitingForSpec(next), "a new idle init took its place");
+  });
+});
+
+sandboxTest("idle inits stay bounded: one per shape after 50 concurrent commands", async () => {
+  await withWorkspace(async (workspace) => {
+    discardPrestarted();
+    await Promise.all(Array.from({ length: 50 }, () => exec({ workspace }, ["true"])));
+    await exec({ workspace, network: "host" }, ["true"]);
+    assertEquals(prestartedCount(), 2, "one for network none, one for host");
+    const idle = prestartedPids();
+    assert(idle.every(waitingForSpec));
+    discardPrestarted();
+    assertEquals(prestartedCount(), 0);
+    assert(idle.every(ended), "discarded inits are killed and reaped");
+  });
+});
+
+sandboxTest("alternating network shapes never hand a command the other shape's init", async () => {
+  await withWorkspace(async (workspace) => {
+    const hostInterfaces = Deno.readTextFileSync("/proc/net/dev").split("\n").length;
+    for (let round = 0; round < 3; round++) {
+      const none = await exec({ workspace }, ["cat", "/proc/net/dev"]);
+      const interfaces = none.stdout.trim().split("\n").slice(2).map((l) => l.split(":")[0].trim());
+      assertEquals(interfaces, ["lo"], `network none sees only lo (round ${round})`);
+      const host = await exec({ workspace, network: "host" }, ["cat", "/proc/net/dev"]);
+      assertEquals(host.stdout.split("\n").length, hostInterfaces, "network host sees the host's");
+    }
+  });
+});
+
+sandboxTest(
+  "an init without its own network namespace refuses a spec that wants none",
+  async () => {
+    // The pool keys inits by shape; this is the init's own check that a mix-up fails closed.
+    await withWorkspace(async (workspace) => {
+      const lib = await loadTrampoline();
+      const root = (Deno.uid() ?? 0) === 0;
+      const policy = resolvePolicy({ workspace, network: "none" });
+      const out = prestart(lib, {
+        newNet: false,
+        uid: root ? policy.sandboxUid : Deno.uid()!,
+        gid: root ? policy.sandboxGid : Deno.gid()!,
+      });
+      const spec = buildSpec(policy, ["sh", "-c", "echo ran"]);
+      const params = new Int32Array(PARAM.count);
+      const idmap = root ? new TextEncoder().encode(`${workspace}\0`) : null;
+      assertEquals(lib.coop_start(spec, BigInt(spec.length), params, idmap, null, out), 0);
+      const status = new Int32Array(1);
+      assert(
+        await waitFor(() => lib.coop_wait(out[OUT.pid], status) === out[OUT.pid], 5000),
+        "the init exited",
+      );
+      const report = new Uint8Array(1024);
+      const n = Number(lib.coop_read_report(out[OUT.report], report, BigInt(report.length)));
+      const view = new DataView(report.buffer, 0, n);
+      const records = [];
+      for (let at = 0; at + 12 <= n; at += 12) {
+        records.push([
+          view.getInt32(at, true),
+          view.getInt32(at + 4, true),
+          view.getInt32(at + 8, true),
+        ]);
+      }
+      const stepNumber = Number(Object.entries(STEPS).find(([, name]) => name === "loopback")![0]);
+      assertEquals(records, [[RECORD.error, stepNumber, ERRNO.EINVAL]]);
+      for (const fd of [OUT.pidfd, OUT.stdout, OUT.stderr, OUT.report, OUT.go]) {
+        lib.coop_close(out[fd]);
+      }
+    });
+  },
+);
+
+sandboxTest("no idle init outlives the gateway that started it", async () => {
+  await withWorkspace(async (workspace) => {
+    // A gateway process runs one command, reports its idle init and exits without cleanup.
+    const script = `
+      import { exec } from ${
+      JSON.stringify(new URL("../../src/sandbox/mod.ts", import.meta.url).href)
+    };
+      await exec({ workspace: ${JSON.stringify(workspace)} }, ["true"]);
+      const idle = [];
+      for (const e of Deno.readDirSync("/proc")) {
+        if (!/^\\d+$/.test(e.name)) continue;
+        try {
+          const stat = Deno.readTextFileSync("/proc/" + e.name + "/stat");
+          const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+          if (stat.includes("(memfd:coop-init)") && ppid === Deno.pid) idle.push(Number(e.name));
+        } catch { /* exited */ }
+      }
+      console.log(JSON.stringify(idle));
+    `;
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--quiet", script],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert(output.success, new TextDecoder().decode(output.stderr));
+    const idle: number[] = JSON.parse(new TextDecoder().decode(output.stdout));
+    assertEquals(idle.length, 1, "the gateway had one idle init");
+    assert(
+      await waitFor(() => idle.every(ended), 2000),
+      `idle init left running after its gateway exited: ${idle}`,
+    );
+  });
+});
