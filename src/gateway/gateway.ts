@@ -217,8 +217,13 @@ export class Gateway {
       ...situation,
       sandboxEnabled: this.executor.sandboxEnabled,
     });
+    // Every message is committed before the turn goes on (a crash of Coop loses at most the
+    // one in progress); it is on disk — fsynced — before the channel acknowledges anything: the
+    // reply's commit syncs all of the turn's, and `sync()` covers a turn that ends otherwise.
     const persist = (message: ChatMessage) =>
-      this.sessions.append(key, toSessionMessage(message, principal.name, trust));
+      this.sessions.append(key, toSessionMessage(message, principal.name, trust), {
+        durable: isFinalReply(message),
+      });
     const started = performance.now();
     log.info("gateway.turn.start", {
       event: "gateway.turn.start",
@@ -288,8 +293,15 @@ export class Gateway {
         });
       }
       throw error;
+    } finally {
+      this.sessions.sync();
     }
   }
+}
+
+/** The agent loop's last message of a turn that ends with a reply: text and no tool calls. */
+function isFinalReply(message: ChatMessage): boolean {
+  return message.role === "assistant" && message.toolCalls.length === 0;
 }
 
 /** Where the turn's tools see files: the owner's on the host, everyone else's in the sandbox. */

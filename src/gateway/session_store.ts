@@ -117,9 +117,20 @@ function toMessage(row: MessageRow): StoredMessage {
   };
 }
 
+/** How durable one `append` is when it returns. */
+export interface AppendOptions {
+  /**
+   * `true` (default): committed and on disk (the WAL is fsynced, `synchronous=FULL`), and with
+   * it every message committed before. `false`: committed — a crash of Coop cannot lose it —
+   * but left to the OS until the next durable append or `sync()`: for a turn's intermediate
+   * messages, which no channel has acknowledged yet.
+   */
+  durable?: boolean;
+}
+
 /**
  * Sessions over an open state database (`openStateDb`). All methods are synchronous: when one
- * returns, its transaction is committed and (with `synchronous=FULL`) on disk.
+ * returns, its transaction is committed and, unless asked otherwise, on disk.
  *
  * @example
  * ```ts
@@ -137,6 +148,8 @@ export class SessionStore {
   readonly #insert: StatementSync;
   readonly #history: StatementSync;
   readonly #clear: StatementSync;
+  /** A commit since the last fsync of the WAL was not durable (see `sync`). */
+  #unsynced = false;
 
   constructor(db: DatabaseSync, now: () => number = Date.now) {
     this.#db = db;
@@ -164,7 +177,8 @@ export class SessionStore {
   }
 
   /** Persists `message` in the session (creating the session) and returns it once committed. */
-  append(key: SessionKey, message: SessionMessage): StoredMessage {
+  append(key: SessionKey, message: SessionMessage, options: AppendOptions = {}): StoredMessage {
+    const durable = options.durable ?? true;
     checkKey(key);
     if (!(MESSAGE_ROLES as readonly string[]).includes(message.role)) {
       throw new SessionStoreError("session.invalid_role", `unknown role "${message.role}"`);
@@ -177,6 +191,9 @@ export class SessionStore {
       throw new SessionStoreError("session.invalid_content", "message content must be JSON");
     }
     const createdAt = this.#now();
+    // NORMAL skips the commit's fsync of the WAL; the WAL is append-only, so the next FULL
+    // commit's fsync (or a checkpoint) makes these frames durable along with its own.
+    if (!durable) this.#db.exec("PRAGMA synchronous = NORMAL");
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       const found = this.#findSession.get(key.channel, key.user, key.session) as
@@ -197,12 +214,31 @@ export class SessionStore {
         ).lastInsertRowid,
       );
       this.#db.exec("COMMIT");
-      log.debug("session.append", { event: "session.append", ...key, id, role: message.role });
+      this.#unsynced = !durable;
+      log.debug("session.append", {
+        event: "session.append",
+        ...key,
+        id,
+        role: message.role,
+        durable,
+      });
       return { ...message, id, createdAt };
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
+    } finally {
+      if (!durable) this.#db.exec("PRAGMA synchronous = FULL");
     }
+  }
+
+  /**
+   * Puts every committed message on disk: a no-op when the last append was durable, else a
+   * checkpoint, which fsyncs the WAL first (`synchronous=FULL`).
+   */
+  sync(): void {
+    if (!this.#unsynced) return;
+    this.#db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    this.#unsynced = false;
   }
 
   /** Returns the newest `limit` messages of the session, oldest first (empty when unknown). */

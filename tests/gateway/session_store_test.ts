@@ -212,14 +212,52 @@ Deno.test("a failing migration rolls back and reports its version", () => {
   db.close();
 });
 
+Deno.test("a non-durable append is committed, leaves FULL in force, and sync() checkpoints it", () =>
+  withStateDir((dir) => {
+    const db = openStateDb(dir);
+    const statements: string[] = [];
+    const exec = db.exec.bind(db);
+    db.exec = (sql: string) => {
+      statements.push(sql);
+      exec(sql);
+    };
+    const store = new SessionStore(db);
+    const checkpoints = () => statements.filter((s) => s.includes("wal_checkpoint")).length;
+    store.append(bob, say("durable"));
+    store.sync();
+    strictEqual(checkpoints(), 0, "nothing to sync after a durable append");
+
+    store.append(bob, say("step", "assistant"), { durable: false });
+    strictEqual(db.prepare("PRAGMA synchronous").get()?.synchronous, 2, "FULL again after it");
+    deepStrictEqual(store.history(bob).map((m) => m.content), ["durable", "step"]);
+    const before = db.prepare("PRAGMA wal_checkpoint(NOOP)").get() as Record<string, number>;
+    ok(before.log > before.checkpointed, "the step is in the WAL, not yet checkpointed");
+    store.sync();
+    strictEqual(checkpoints(), 1);
+    const after = db.prepare("PRAGMA wal_checkpoint(NOOP)").get() as Record<string, number>;
+    strictEqual(after.checkpointed, after.log, "sync() checkpointed every frame");
+    store.sync();
+    strictEqual(checkpoints(), 1, "a second sync() has nothing left to do");
+
+    store.append(bob, say("another step", "assistant"), { durable: false });
+    store.append(bob, say("the reply", "assistant"));
+    store.sync();
+    strictEqual(checkpoints(), 1, "a durable append's fsync covered the step before it");
+    db.close();
+  }));
+
 Deno.test("SIGKILL while appending: every acknowledged message survives, database intact", async () => {
   const root = await Deno.makeTempDir({ prefix: "coop-sessions-kill-" });
   const stateDir = join(root, "state");
   try {
     const fixture = new URL("./fixtures/session_append_loop.ts", import.meta.url).pathname;
-    for (const killAfter of [1, 150, 400]) {
+    // "intermediate": two of three appends are non-durable, like a turn's tool steps; a crash
+    // of Coop (SIGKILL) must lose none of those either, only a power cut could.
+    for (
+      const [killAfter, mode] of [[1, ""], [150, ""], [400, ""], [150, "intermediate"]] as const
+    ) {
       const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", "--quiet", fixture, stateDir],
+        args: ["run", "-A", "--quiet", fixture, stateDir, mode],
         stdout: "piped",
         stderr: "inherit",
       }).spawn();
