@@ -60,6 +60,15 @@ Deno.test("nextCronRun: table of schedules and the tick after a given instant (U
     ["5/15 * * * *", T0, T0 + 5 * MINUTE], // N/step: from N to the field's end
     ["5/15 * * * *", T0 + 50 * MINUTE, T0 + 65 * MINUTE],
     ["0 0 31 2 *", T0, null],
+    // cron(5) names (any case) and shortcuts
+    ["0 9 * * sat,SUN", T0, Date.UTC(2025, 0, 11, 9)],
+    ["0 9 * * Mon-Fri", Date.UTC(2025, 0, 10, 9), Date.UTC(2025, 0, 13, 9)], // Friday → Monday
+    ["0 0 1 jun-aug/2 *", T0, Date.UTC(2025, 5, 1)],
+    ["0 0 1 jun-aug/2 *", Date.UTC(2025, 5, 1), Date.UTC(2025, 7, 1)],
+    ["@daily", T0, Date.UTC(2025, 0, 7)],
+    ["@HOURLY", T0, T0 + 60 * MINUTE],
+    ["@weekly", T0, Date.UTC(2025, 0, 12)],
+    ["@yearly", T0, Date.UTC(2026, 0, 1)],
   ];
   for (const [schedule, after, expected] of cases) {
     strictEqual(nextCronRun(schedule, after, "UTC"), expected, schedule);
@@ -344,6 +353,10 @@ Deno.test("duplicate job names and invalid schedules are refused with stable cod
     ["every day", /expected 5 fields/],
     ["*/60 * * * *", /minute step 60 is larger than 59/],
     ["0 0 * */13 *", /month step 13 is larger than 12/],
+    ["0 9 * * mon-fry", /day of week "1-fry" is not .* \(names: SUN-SAT\)/],
+    ["0 9 * janu *", /month "janu" is not .* \(names: JAN-DEC\)/],
+    ["0 mon * * *", /hour "mon" is not \*, N, N-M or a list\/step of those$/],
+    ["@fortnightly", /unknown shortcut "@fortnightly" \(one of @yearly, .*@hourly\)/],
   ];
   for (const [schedule, expected] of problems) {
     match(String(cronScheduleProblem(schedule)), expected, schedule);
