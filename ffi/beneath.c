@@ -22,15 +22,17 @@ static int open_root(const char *root) {
   return fd < 0 ? -errno : fd;
 }
 
-static int open_beneath(int rootfd, const char *rel, int flags, int mode) {
-  struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = 0, .resolve = BENEATH};
+/* resolve: BENEATH, or BENEATH | RESOLVE_NO_SYMLINKS for writes on behalf of a non-owner (a
+ * symlink they planted could otherwise lead a write into a path the name check allowed). */
+static int open_beneath(int rootfd, const char *rel, int flags, int mode, uint64_t resolve) {
+  struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = 0, .resolve = resolve};
   if (flags & O_CREAT) how.mode = (uint64_t)mode;
   int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
   return fd < 0 ? -errno : fd;
 }
 
 /* mkdir -p of rel's parent directories, each created beneath the root. */
-static int make_parents(int rootfd, const char *rel) {
+static int make_parents(int rootfd, const char *rel, uint64_t resolve) {
   char path[4096];
   size_t len = strlen(rel);
   if (len >= sizeof path) return -ENAMETOOLONG;
@@ -41,7 +43,7 @@ static int make_parents(int rootfd, const char *rel) {
     int parent = rootfd;
     if (name) {
       *name = 0;
-      parent = open_beneath(rootfd, path, O_PATH | O_DIRECTORY, 0);
+      parent = open_beneath(rootfd, path, O_PATH | O_DIRECTORY, 0, resolve);
       *name = '/';
       if (parent < 0) {
         *slash = '/';
@@ -62,7 +64,7 @@ static int make_parents(int rootfd, const char *rel) {
 long coop_read_beneath(const char *root, const char *rel, uint8_t *buf, long cap, int64_t *size) {
   int rootfd = open_root(root);
   if (rootfd < 0) return rootfd;
-  int fd = open_beneath(rootfd, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+  int fd = open_beneath(rootfd, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, BENEATH);
   close(rootfd);
   if (fd < 0) return fd;
   struct stat st;
@@ -92,12 +94,17 @@ long coop_read_beneath(const char *root, const char *rel, uint8_t *buf, long cap
   return r;
 }
 
-/* Creates or truncates rel beneath root (making missing parents) and writes len bytes. */
-long coop_write_beneath(const char *root, const char *rel, const uint8_t *buf, long len) {
+/* Creates or truncates rel beneath root (making missing parents) and writes len bytes. With
+ * no_symlinks, no component of rel may be a symlink (-ELOOP). */
+long coop_write_beneath(const char *root, const char *rel, const uint8_t *buf, long len,
+                        int no_symlinks) {
+  uint64_t resolve = BENEATH | (no_symlinks ? RESOLVE_NO_SYMLINKS : 0);
   int rootfd = open_root(root);
   if (rootfd < 0) return rootfd;
-  int r = make_parents(rootfd, rel);
-  int fd = r ? r : open_beneath(rootfd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NONBLOCK, 0644);
+  int r = make_parents(rootfd, rel, resolve);
+  int fd = r ? r
+             : open_beneath(rootfd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NONBLOCK,
+                            0644, resolve);
   close(rootfd);
   if (fd < 0) return fd;
   struct stat st;

@@ -66,17 +66,38 @@ export async function readScopedFile(
   }
 }
 
-/** Creates or replaces a file in the scope, making missing directories. */
+/**
+ * Creates or replaces a file in the scope, making missing directories. In a non-owner's scope
+ * (`scope.protectedNames`) a path through a protected directory is refused, and so is one
+ * through a symlink — which could otherwise lead there (ATTACKS F23).
+ */
 export async function writeScopedFile(
   path: string,
   scope: PathScope,
   text: string,
 ): Promise<number> {
   const rel = await relativePath(path, scope);
+  const guarded = scope.protectedNames !== undefined;
+  const hit = rel.split("/").find((part) => scope.protectedNames?.includes(part));
+  if (hit !== undefined) {
+    throw new ToolError(
+      "tool.protected_path",
+      `"${path}" is inside ${hit}, which is read-only for you: tools on the host trust it ` +
+        `(protected_names)`,
+    );
+  }
   const bytes = new TextEncoder().encode(text);
   try {
-    await writeFileBeneath(scope.hostRoot, rel, bytes);
+    await writeFileBeneath(scope.hostRoot, rel, bytes, { noSymlinks: guarded });
   } catch (error) {
+    if (guarded && error instanceof BeneathError && error.code === "ELOOP") {
+      throw new ToolError(
+        "tool.symlink_refused",
+        `"${path}" goes through a symbolic link; file tools write only real paths in your ` +
+          `workspace`,
+        { cause: error },
+      );
+    }
     throw toolError(path, scope, error);
   }
   return bytes.length;

@@ -47,6 +47,12 @@ export interface PathScope {
   hostRoot: string;
   /** The same directory as the principal's `bash` sees it (`/work` inside the sandbox). */
   visibleRoot: string;
+  /**
+   * For a non-owner: directory names the owner's tools trust (`protected_names`, e.g. `.git`),
+   * read-only in the sandbox. File tools then refuse to write beneath any of them, at any
+   * depth, and follow no symlink when writing. Absent for the owner.
+   */
+  protectedNames?: readonly string[];
 }
 
 /** Everything a tool needs for one call, built by the executor after authorization. */

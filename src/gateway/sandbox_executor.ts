@@ -171,8 +171,11 @@ export class SandboxExecutor {
       };
     }
     const onHost = decision.placement === "host";
-    const scope = scopeFor(this.#config, call.principal.name, onHost);
     const settings = this.settingsFor(call.user, call.cronJob);
+    const scope = scopeFor(this.#config, call.principal.name, onHost);
+    // What the sandbox mounts read-only, the file tools (which run here, on the host) must not
+    // write either.
+    if (!onHost) scope.protectedNames = settings.protectedNames;
     try {
       await Deno.mkdir(scope.hostRoot, { recursive: true });
     } catch (error) {

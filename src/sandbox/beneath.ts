@@ -48,15 +48,25 @@ export async function readFileBeneath(
   return buffer.slice(0, n);
 }
 
-/** Creates or truncates `rel` under `root` (making missing parents) with `bytes`. */
+/**
+ * Creates or truncates `rel` under `root` (making missing parents) with `bytes`. With
+ * `noSymlinks`, a symlink anywhere in `rel` fails it with `ELOOP` (writes for a non-owner).
+ */
 export async function writeFileBeneath(
   root: string,
   rel: string,
   bytes: Uint8Array,
+  options: { noSymlinks?: boolean } = {},
 ): Promise<void> {
   const lib = await loadTrampoline();
   const n = Number(
-    lib.coop_write_beneath(cString(root), cString(rel), bytes, BigInt(bytes.length)),
+    lib.coop_write_beneath(
+      cString(root),
+      cString(rel),
+      bytes,
+      BigInt(bytes.length),
+      options.noSymlinks ? 1 : 0,
+    ),
   );
   if (n < 0) fail(-n, `cannot write ${rel}`);
 }

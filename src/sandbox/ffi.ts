@@ -21,7 +21,10 @@ const SYMBOLS = {
   coop_close: { parameters: ["i32"], result: "i32" },
   coop_dup: { parameters: ["i32"], result: "i32" },
   coop_read_beneath: { parameters: ["buffer", "buffer", "buffer", "i64", "buffer"], result: "i64" },
-  coop_write_beneath: { parameters: ["buffer", "buffer", "buffer", "i64"], result: "i64" },
+  coop_write_beneath: {
+    parameters: ["buffer", "buffer", "buffer", "i64", "i32"],
+    result: "i64",
+  },
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
   coop_relay_start: { parameters: ["buffer", "buffer"], result: "pointer" },
   coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
