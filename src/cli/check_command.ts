@@ -2,6 +2,11 @@
  * `coop check [--config FILE] [--json]`: validate config and probe the sandbox; exit 1 on errors.
  * @module
  */
+import {
+  type AutoexecFile,
+  autoexecInSandboxWorkspaces,
+  autoexecWarning,
+} from "../gateway/autoexec_files.ts";
 import { type CoopConfig, loadConfig } from "../gateway/config.ts";
 import { checkConfig } from "../gateway/config_check.ts";
 import {
@@ -40,6 +45,11 @@ export interface CheckReport {
   warnings: ConfigDiagnostic[];
   /** The measured probe, or null when it did not run (config invalid or sandbox disabled). */
   sandbox: SandboxProbeResult | null;
+  /**
+   * Files in non-owners' workspaces that tools on the host run by themselves (git hooks and
+   * program-running config, `.envrc`, VS Code tasks): ATTACKS F23. Not errors; read them first.
+   */
+  autoexec: AutoexecFile[];
 }
 
 const USAGE = "usage: coop check [--config FILE] [--json]";
@@ -63,6 +73,7 @@ function renderHuman(report: CheckReport): string {
   const lines: string[] = [];
   for (const d of report.errors) lines.push(`error: ${formatDiagnostic(report.config, d)}`);
   for (const d of report.warnings) lines.push(`warning: ${formatDiagnostic(report.config, d)}`);
+  for (const f of report.autoexec) lines.push(autoexecWarning(f));
   if (report.sandbox) {
     lines.push(
       report.sandbox.available
@@ -96,6 +107,7 @@ export async function runCheck(
     errors: [],
     warnings: [],
     sandbox: null,
+    autoexec: [],
   };
   let config: CoopConfig | null = null;
   try {
@@ -109,6 +121,7 @@ export async function runCheck(
     for (const d of checkConfig(config, deps.env)) {
       (d.severity === "error" ? report.errors : report.warnings).push(d);
     }
+    report.autoexec = autoexecInSandboxWorkspaces(config);
     if (config.sandbox.enabled) {
       report.sandbox = await deps.probe();
       if (!report.sandbox.available) {

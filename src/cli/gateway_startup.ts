@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { CoopError } from "../core/errors.ts";
 import { sandboxBanner } from "../gateway/banner.ts";
 import { type CoopConfig, loadConfig } from "../gateway/config.ts";
+import { autoexecInSandboxWorkspaces, autoexecWarning } from "../gateway/autoexec_files.ts";
 import { checkConfig } from "../gateway/config_check.ts";
 import { ConfigError, formatDiagnostic } from "../gateway/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
@@ -68,6 +69,7 @@ export async function startGateway(
     write(`coop: ${file} has errors; nothing was started\n`);
     return 1;
   }
+  for (const f of autoexecInSandboxWorkspaces(config)) write(`${autoexecWarning(f)}\n`);
   // Measured, never assumed; not measured at all when the sandbox is off (nothing would use it).
   const report = config.sandbox.enabled ? await (deps.probe ?? probe)() : null;
   const banner = sandboxBanner(report, config.sandbox.enabled);

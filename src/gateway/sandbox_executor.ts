@@ -2,6 +2,7 @@
  * `SandboxExecutor`: authorizes a tool call, then runs it on the host (owner) or in the sandbox.
  * @module
  */
+import { getLogger } from "@logtape/logtape";
 import { errorMessage } from "../core/errors.ts";
 import type {
   CommandResult,
@@ -30,6 +31,7 @@ import {
 } from "./authorization.ts";
 import type { CoopConfig, CronJobConfig, UserConfig } from "./config.ts";
 import { channelSecrets } from "./channel_secrets.ts";
+import { type AutoexecFile, autoexecFilesIn } from "./autoexec_files.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
 import { gatedMemory } from "./memory_access.ts";
 import type { MemoryDatabase } from "./memory_store.ts";
@@ -94,9 +96,20 @@ export interface ToolCall {
 export interface ToolCallOutcome extends ToolResult {
   /** The decision, or null when the tool name was unknown. */
   decision: Decision | null;
+  /**
+   * Files that tools on the host would run by themselves (git hooks and program-running config,
+   * `.envrc`, VS Code tasks) that a non-owner's call wrote; each is also logged as
+   * `workspace.autoexec_written` for the owner (ATTACKS F23). Absent when there are none.
+   */
+  autoexec?: AutoexecFile[];
 }
 
+/** Tools through which a non-owner writes files in their workspace. */
+const WRITING_TOOLS: readonly string[] = ["bash", "write_file", "edit_file"];
+
 const MAX_CAPTURE_BYTES = 1 << 20;
+
+const log = getLogger(["coop", "executor"]);
 
 function isInside(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith("/") ? dir : dir + "/");
@@ -105,6 +118,8 @@ function isInside(path: string, dir: string): boolean {
 /** Executes tool calls with the placement `authorize()` chose; never falls back to the host. */
 export class SandboxExecutor {
   readonly #config: CoopConfig;
+  /** Auto-run files reported already, by path, with the change reported (no repeats). */
+  readonly #reportedAutoexec = new Map<string, number>();
   readonly #sandbox: SandboxRunner;
   readonly #host: HostRunner;
   readonly #hostEnv: Record<string, string>;
@@ -198,8 +213,20 @@ export class SandboxExecutor {
           : this.#sandboxRunner(scope.hostRoot, settings))
         : undefined,
     };
+    const started = Date.now();
     const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);
-    return { ...result, decision };
+    if (onHost || !WRITING_TOOLS.includes(call.tool)) return { ...result, decision };
+    const autoexec = autoexecFilesIn(scope.hostRoot, { changedSince: started })
+      .filter((file) => this.#reportedAutoexec.get(file.path) !== file.changedAt);
+    for (const file of autoexec) {
+      this.#reportedAutoexec.set(file.path, file.changedAt);
+      log.warn(
+        "workspace.autoexec_written {principal} wrote {path}: {what}, which runs as you when " +
+          "you use that tool there on the host; read it first",
+        { event: "workspace.autoexec_written", principal: call.principal.name, ...file },
+      );
+    }
+    return autoexec.length ? { ...result, decision, autoexec } : { ...result, decision };
   }
 
   /** Memory tools: authorized like any tool, then per store, and run here, never sandboxed. */

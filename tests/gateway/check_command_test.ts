@@ -265,3 +265,26 @@ Deno.test("a missing config file is one error, and bad arguments exit 2", async 
   ok(output.includes("error: /nonexistent/coop.toml: (file): cannot read config: file not found"));
   strictEqual(await runCheck(["--bogus"], deps), 2);
 });
+
+Deno.test("F23: auto-run files in a non-owner's workspace are listed, the owner's are not", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-check-ws-" }));
+  try {
+    const file = join(dir, "coop.toml");
+    await Deno.writeTextFile(file, BASE + '[[users]]\nname = "bob"\ntrust = "inner"\n');
+    await Deno.mkdir(join(dir, "ws", "bob", "repo", ".git", "hooks"), { recursive: true });
+    await Deno.writeTextFile(join(dir, "ws", "bob", "repo", ".git", "hooks", "pre-push"), "x");
+    await Deno.writeTextFile(join(dir, "ws", ".envrc"), "the owner's own");
+    let output = "";
+    const code = await runCheck(["--config", file], {
+      probe: availableProbe,
+      write: (t) => (output += t),
+      env: () => "k",
+    });
+    strictEqual(code, 0, output);
+    const hook = join(dir, "ws", "bob", "repo", ".git", "hooks", "pre-push");
+    ok(output.includes(`warning: ${hook}: git hook "pre-push" — written in a sandbox's`), output);
+    ok(!output.includes(".envrc"), "the owner's workspace root is the owner's");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
