@@ -1,18 +1,11 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
-import type { CommandResult, ToolContext } from "../../src/core/tool_contract.ts";
+import type { ToolContext } from "../../src/core/tool_contract.ts";
+import { commandResult } from "../fixtures/command_result.ts";
 import { runTool } from "../../src/core/tool_contract.ts";
 import { BUILTIN_TOOLS } from "../../src/core/tool_registry.ts";
 
-const ok0: CommandResult = {
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
-  stdout: "",
-  stderr: "",
-  truncated: false,
-  durationMs: 1,
-};
+const ok0 = commandResult();
 
 async function withContext(
   fn: (ctx: ToolContext, root: string, calls: Array<[string, number]>) => Promise<void>,

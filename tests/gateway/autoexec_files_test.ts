@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { autoexecFilesIn, gitProgramKeys } from "../../src/gateway/autoexec_files.ts";
 import { type CoopConfig, parseConfig } from "../../src/gateway/config.ts";
 import { SandboxExecutor, type ToolCall } from "../../src/gateway/sandbox_executor.ts";
-import type { CommandResult } from "../../src/core/tool_contract.ts";
+import { commandResult } from "../fixtures/command_result.ts";
+import { usersToml } from "../fixtures/users_toml.ts";
 
 async function withDir(fn: (dir: string) => Promise<void> | void): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-autoexec-" }));
@@ -80,26 +81,7 @@ Deno.test("autoexecFilesIn(changedSince): only what changed since, by ctime (tou
     strictEqual(autoexecFilesIn(dir, { changedSince: Date.now() + 60_000 }).length, 0);
   }));
 
-const done: CommandResult = {
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
-  stdout: "",
-  stderr: "",
-  truncated: false,
-  durationMs: 1,
-};
-
-const CONFIG = `
-[agent]
-workspace = "ws"
-[[users]]
-name = "alice"
-trust = "owner"
-[[users]]
-name = "bob"
-trust = "inner"
-`;
+const CONFIG = usersToml([["alice", "owner"], ["bob", "inner"]]);
 
 function call(config: CoopConfig, name: string, tool: string, args: unknown): ToolCall {
   const user = config.users.find((u) => u.name === name)!;
@@ -123,7 +105,7 @@ Deno.test("the executor reports what a non-owner's command or file tool wrote, n
       sandbox: (policy) => {
         // What a command could do inside: a hook in a repository it made.
         write(join(policy.workspace, "repo", ".git", "hooks", "post-merge"), "#!/bin/sh\n", 0o755);
-        return Promise.resolve(done);
+        return Promise.resolve(commandResult());
       },
       sandboxGate: () => Promise.resolve(null),
     });

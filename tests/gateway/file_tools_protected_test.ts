@@ -7,23 +7,13 @@ import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import { type CoopConfig, parseConfig } from "../../src/gateway/config.ts";
 import { SandboxExecutor, type ToolCall } from "../../src/gateway/sandbox_executor.ts";
+import { usersToml } from "../fixtures/users_toml.ts";
 
-const CONFIG = `
-[agent]
-workspace = "ws"
-[[users]]
-name = "alice"
-trust = "owner"
-[[users]]
-name = "bob"
-trust = "inner"
-[[users]]
-name = "dan"
-trust = "full"
-[users.sandbox]
-protected_names = []
-`;
-
+const CONFIG = usersToml([
+  ["alice", "owner"],
+  ["bob", "inner"],
+  ["dan", "full", "[users.sandbox]\nprotected_names = []\n"],
+]);
 const config = (dir: string) => parseConfig(CONFIG, join(dir, "coop.toml"), dir);
 let users: CoopConfig["users"] = [];
 

@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { CommandResult } from "../../src/core/tool_contract.ts";
+import { commandResult } from "../fixtures/command_result.ts";
 import { parseConfig } from "../../src/gateway/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { TurnError } from "../../src/agent/mod.ts";
@@ -15,15 +15,7 @@ import { coopToml } from "../e2e/coop_toml.ts";
 
 const format = ANTHROPIC;
 
-const SANDBOX_RESULT: CommandResult = {
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
-  stdout: "sandboxed\n",
-  stderr: "",
-  truncated: false,
-  durationMs: 1,
-};
+const SANDBOX_RESULT = commandResult({ stdout: "sandboxed\n" });
 
 function configText(dir: string, baseUrl: string, extra = ""): string {
   return coopToml({ kind: "anthropic", baseUrl, extra }).replaceAll("{{dir}}", dir);

@@ -1,6 +1,6 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
-import type { CommandResult } from "../../src/core/tool_contract.ts";
+import { commandResult } from "../fixtures/command_result.ts";
 import { parseConfig } from "../../src/gateway/config.ts";
 import { SandboxExecutor, type ToolCall } from "../../src/gateway/sandbox_executor.ts";
 import type { HostRunOptions } from "../../src/gateway/host_runner.ts";
@@ -32,15 +32,7 @@ network = "none"
 timeout = "30s"
 `;
 
-const done: CommandResult = {
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
-  stdout: "ran\n",
-  stderr: "",
-  truncated: false,
-  durationMs: 1,
-};
+const done = commandResult({ stdout: "ran\n" });
 
 interface Recorder {
   sandbox: Array<{ policy: SandboxPolicyInput; argv: string[]; timeoutMs?: number }>;
