@@ -85,9 +85,12 @@ sandboxTest(
           if (out.includes("ready")) done();
         })
       );
+      // The init may be reaped before the last output is read: wait for the pipe's end too.
+      const closed = new Promise((done) => child.stdout.on("close", done));
       await ready;
       child.kill("SIGTERM");
       const status = await child.status;
+      await closed;
       assertEquals(status.exitCode, 3);
       assertMatch(out, /got-term/);
     });

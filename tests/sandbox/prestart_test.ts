@@ -3,7 +3,7 @@
  * one command, enforces the same policy as a cold one, is replaced when it dies while idle,
  * stays bounded, and never outlives the gateway.
  */
-import { assert, assertEquals, assertNotEquals } from "../assert.ts";
+import { assert, assertEquals, assertMatch, assertNotEquals } from "../assert.ts";
 import { exec, spawnSandboxed } from "../../src/sandbox/mod.ts";
 import { loadTrampoline, OUT, PARAM } from "../../src/sandbox/ffi.ts";
 import { resolvePolicy } from "../../src/sandbox/policy.ts";
@@ -53,12 +53,20 @@ sandboxTest("each command runs in the init prestarted by the one before", async 
     const idle = prestartedPids();
     assertEquals(idle.length, 1, `one idle init after a command: ${idle}`);
     assert(waitingForSpec(idle[0]), "a live init, waiting for its spec");
-    const child = await spawnSandboxed({ workspace }, ["sh", "-c", "cat /etc/shadow; hostname"]);
+    const child = await spawnSandboxed({ workspace }, [
+      "sh",
+      "-c",
+      "cat /etc/shadow 2>&1; hostname",
+    ]);
     assertEquals(child.pid, idle[0], "the command got the prestarted init");
-    const out: Uint8Array[] = [];
-    child.stdout.on("data", (chunk: Uint8Array) => out.push(chunk));
+    let out = "";
+    child.stdout.on("data", (chunk: Uint8Array) => out += new TextDecoder().decode(chunk));
+    const closed = new Promise((done) => child.stdout.on("close", done));
     const status = await child.status;
+    await closed;
     assertEquals(status.exitCode, 0);
+    assertMatch(out, /\/etc\/shadow: No such file or directory\n/);
+    assertEquals(out.split("\n").at(-2), "coop", "the sandbox's hostname");
     assertEquals(status.hardening.seccomp, true, "seccomp applied as on a cold start");
     assert(status.hardening.landlockAbi > 0, "Landlock applied as on a cold start");
     const next = prestartedPids();
