@@ -87,7 +87,11 @@ export interface SandboxProcess {
   readonly stdout: net.Socket;
   /** The command's stderr (raw bytes). */
   readonly stderr: net.Socket;
-  /** Settles once the sandbox is gone; rejects with SandboxSetupError if setup failed. */
+  /**
+   * Settles once the sandbox is gone; rejects with SandboxSetupError if setup failed. Output
+   * still in the pipes may be read after it settles: wait for `stdout`'s `close` for all of it
+   * (`exec()` does).
+   */
   readonly status: Promise<SandboxStatus>;
   /** Signals the command (forwarded by the init); `SIGKILL` ends the whole sandbox. */
   kill(signal?: Deno.Signal): void;
