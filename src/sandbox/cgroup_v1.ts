@@ -13,6 +13,11 @@ import { stepName } from "./protocol.ts";
 const STEP_CGROUP = 30;
 
 let sequence = 0;
+/**
+ * Tells this realm's cgroups from another's in the same process (each Worker, and each test
+ * module under `deno test`, counts from 1): a clash would fail `mkdir` and the command with it.
+ */
+const realm = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
 
 /** Violations read from the sandbox's cgroups at teardown. */
 export interface CgroupViolations {
@@ -41,7 +46,7 @@ export class CgroupV1Sandbox {
    * throws SandboxSetupError at the `cgroup` step (fail closed: no limit, no sandbox).
    */
   static create(plan: readonly CgroupV1Dir[]): CgroupV1Sandbox {
-    const name = `coop-${Deno.pid}-${++sequence}`;
+    const name = `coop-${Deno.pid}-${realm}-${++sequence}`;
     const made = new CgroupV1Sandbox(new Map());
     try {
       for (const entry of plan) {
