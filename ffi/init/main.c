@@ -116,6 +116,11 @@ void coop_init_main(const long *stack) {
 #ifndef COOP_DISABLE_CLOSE_FDS
   coop_close_inherited_fds();
 #endif
+  /* Out of the gateway's session and process group before waiting: a signal meant for that
+   * group (a terminal's Ctrl-C, a supervisor's SIGTERM) would otherwise stay pending here,
+   * blocked, and be forwarded to whichever command this init later runs. */
+  coop_step(0, COOP_STEP_SETSID);
+  coop_check(COOP_STEP_SETSID, SYS0(__NR_setsid));
   /* The loopback depends on the namespace alone, so it comes up before the spec: off the
    * command's path (the gateway prestarts inits: src/sandbox/prestart.ts). */
   if (new_net) {
@@ -148,8 +153,6 @@ void coop_init_main(const long *stack) {
   coop_step(&spec, COOP_STEP_HOSTNAME);
   coop_check(COOP_STEP_HOSTNAME,
              SYS2(__NR_sethostname, spec.hostname, coop_strlen(spec.hostname)));
-  coop_step(&spec, COOP_STEP_SETSID);
-  coop_check(COOP_STEP_SETSID, SYS0(__NR_setsid));
   coop_step(&spec, COOP_STEP_CHDIR);
   coop_check(COOP_STEP_CHDIR, SYS1(__NR_chdir, spec.cwd));
 

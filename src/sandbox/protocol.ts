@@ -63,7 +63,6 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "umount-oldroot",
   "remount-root-readonly",
   "hostname",
-  "setsid",
   "chdir",
   "drop-capabilities",
   "proxy-forwarder",

@@ -37,6 +37,12 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boo
   return true;
 }
 
+/** ppid, pgrp and session of `pid`, from /proc/<pid>/stat. */
+function statFields(pid: number): number[] {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ").slice(1, 4).map(Number);
+}
+
 /** What the kernel names an init until its go byte (it renames itself "coop-init" then). */
 function waitingForSpec(pid: number): boolean {
   try {
@@ -53,6 +59,14 @@ sandboxTest("each command runs in the init prestarted by the one before", async 
     const idle = prestartedPids();
     assertEquals(idle.length, 1, `one idle init after a command: ${idle}`);
     assert(waitingForSpec(idle[0]), "a live init, waiting for its spec");
+    // Not in the gateway's process group or session, where a signal meant for the gateway would
+    // stay pending and reach the next command.
+    const ownSession = statFields(Deno.pid)[2];
+    // It gets there right after it starts, concurrently with the command that prestarted it.
+    await waitFor(() => statFields(idle[0])[2] === idle[0], 2000);
+    const [, pgrp, session] = statFields(idle[0]);
+    assertNotEquals(session, ownSession);
+    assertEquals([pgrp, session], [idle[0], idle[0]], "its own session, led by itself");
     const child = await spawnSandboxed({ workspace }, [
       "sh",
       "-c",
