@@ -6,12 +6,15 @@
  * repository the user creates is theirs; so the owner is told what is there: after each
  * sandboxed command (what it wrote) and by `coop check` (everything).
  *
- * The scan looks at the workspace's top and one directory down, like the protected paths, with
- * synchronous calls (a few stats per directory; async ones would grow Deno's thread pool).
+ * The scan looks at the workspace's top and one directory down, through the same lookup as the
+ * protected paths (`protectedPathsIn`: no listing of big directories, no symlink followed), with
+ * synchronous calls (async ones would grow Deno's thread pool); it runs after every non-owner
+ * call that can write.
  * @module
  */
 import { type BigIntStats, lstatSync } from "node:fs";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
+import { protectedPathsIn } from "../sandbox/protected_paths.ts";
 import type { CoopConfig } from "./config.ts";
 import { userScopeDirectory } from "./user_scope.ts";
 
@@ -98,40 +101,24 @@ function gitDirectory(dir: string, root: string): string | null {
   }
 }
 
-/** The names in `dir` (one getdents, far cheaper than a failed stat per candidate name). */
-function namesIn(dir: string): Set<string> {
-  const names = new Set<string>();
-  try {
-    for (const entry of Deno.readDirSync(dir)) names.add(entry.name);
-  } catch {
-    // gone or unreadable: nothing to report there
-  }
-  return names;
-}
+/** The names whose presence in a directory means something host tools may run. */
+const CANDIDATES = [".envrc", ".vscode", ".git"];
 
-/**
- * What one directory holds (`names`: its entries): `.envrc`, `.vscode/*`, and a repository's
- * hooks and config.
- */
-function scanDirectory(
-  dir: string,
-  names: Set<string>,
-  root: string,
-  since: number | undefined,
-  found: AutoexecFile[],
-): void {
-  const add = (path: string, what: string, info = statOrNull(path)) => {
+/** What one candidate entry holds: `.envrc`, `.vscode/*`, or a repository's hooks and config. */
+function scanEntry(path: string, root: string, since: number | undefined, found: AutoexecFile[]) {
+  const add = (file: string, what: string, info = statOrNull(file)) => {
     if (info?.isFile() && changed(info, since)) {
-      found.push({ path, what, changedAt: ctimeMs(info) });
+      found.push({ path: file, what, changedAt: ctimeMs(info) });
     }
   };
-  if (names.has(".envrc")) add(join(dir, ".envrc"), "direnv (.envrc)");
-  if (names.has(".vscode")) {
-    add(join(dir, ".vscode", "tasks.json"), "VS Code tasks");
-    add(join(dir, ".vscode", "settings.json"), "VS Code settings");
+  const name = basename(path);
+  if (name === ".envrc") return add(path, "direnv (.envrc)");
+  if (name === ".vscode") {
+    add(join(path, "tasks.json"), "VS Code tasks");
+    add(join(path, "settings.json"), "VS Code settings");
+    return;
   }
-  if (!names.has(".git")) return;
-  const git = gitDirectory(dir, root);
+  const git = gitDirectory(dirname(path), root);
   if (!git) return;
   const config = join(git, "config");
   const configInfo = statOrNull(config);
@@ -170,16 +157,8 @@ export function autoexecFilesIn(
   const found: AutoexecFile[] = [];
   if (!statOrNull(workspace)?.isDirectory()) return found;
   const root = Deno.realPathSync(workspace);
-  const top: string[] = [];
-  const topNames = new Set<string>();
-  for (const entry of Deno.readDirSync(root)) {
-    topNames.add(entry.name);
-    if (entry.isDirectory && !entry.name.startsWith(".")) top.push(entry.name);
-  }
-  scanDirectory(root, topNames, root, options.changedSince, found);
-  for (const name of top) {
-    const dir = join(root, name);
-    scanDirectory(dir, namesIn(dir), root, options.changedSince, found);
+  for (const rel of protectedPathsIn(root, CANDIDATES)) {
+    scanEntry(join(root, rel), root, options.changedSince, found);
   }
   // A worktree's `.git` file may point at a repository scanned already.
   const seen = new Set<string>();

@@ -5,6 +5,7 @@
  * hooks and `core.fsmonitor` on the host (ATTACKS F5, F23).
  * @module
  */
+import { existsSync } from "node:fs";
 
 /**
  * Returns the protected paths that exist, relative to `workspace` (e.g. `.git`,
@@ -43,6 +44,9 @@ export function protectedPathsIn(workspace: string, names: readonly string[]): s
 }
 
 function isPlainEntry(path: string): boolean {
+  // Most subdirectories have none of the names: `existsSync` answers that in about 1 µs, a
+  // failed `lstatSync` in about 14 (it builds an exception).
+  if (!existsSync(path)) return false;
   try {
     return !Deno.lstatSync(path).isSymlink;
   } catch {
