@@ -146,7 +146,7 @@ void coop_init_main(const long *stack) {
 
   /* Inits are prestarted by shape (src/sandbox/prestart.ts): never let a spec that wants no
    * network run in one that shares the host's. */
-  if (coop_streq(spec.net, "host") == new_net) coop_fail(COOP_STEP_LOOPBACK, EINVAL);
+  if (coop_streq(spec.net, "host") == new_net) coop_fail(COOP_STEP_NETWORK_MODE, EINVAL);
 
   coop_build_root(&spec);
 

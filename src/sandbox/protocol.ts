@@ -38,6 +38,7 @@ export const STEPS = {
   30: "cgroup",
   31: "proxy-forwarder",
   32: "protect-paths",
+  33: "network-mode",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */

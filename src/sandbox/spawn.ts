@@ -156,6 +156,12 @@ function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: 
   return { uid, gid, idmapped: false };
 }
 
+/** Logs a sandbox that could not be built (the command never ran); returns the error. */
+function logSetupFailure(error: SandboxSetupError, argv: readonly string[]): SandboxSetupError {
+  log.info("sandbox.setup_failed {step} {errno}", { step: error.step, errno: error.errno, argv });
+  return error;
+}
+
 /**
  * Starts `argv` in a new sandbox under `policy`.
  *
@@ -252,13 +258,7 @@ export async function spawnWorkspaceAsGiven(
   } catch (error) {
     await cgroup?.destroy();
     await proxy?.close();
-    if (error instanceof SandboxSetupError) {
-      log.info("sandbox.setup_failed {step} {errno}", {
-        step: error.step,
-        errno: error.errno,
-        argv,
-      });
-    }
+    if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
   }
   return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy);
@@ -317,13 +317,7 @@ function track(
     await cgroup?.destroy();
     await proxy?.close();
     if (rep.setupError) {
-      const error = setupFailure(rep.setupError.step, rep.setupError.errno);
-      log.info("sandbox.setup_failed {step} {errno}", {
-        step: error.step,
-        errno: error.errno,
-        argv,
-      });
-      throw error;
+      throw logSetupFailure(setupFailure(rep.setupError.step, rep.setupError.errno), argv);
     }
     const decoded = decodeWaitStatus(rep.commandStatus ?? waitStatus);
     return {

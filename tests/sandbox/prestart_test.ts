@@ -167,7 +167,9 @@ sandboxTest(
           view.getInt32(at + 8, true),
         ]);
       }
-      const stepNumber = Number(Object.entries(STEPS).find(([, name]) => name === "loopback")![0]);
+      const stepNumber = Number(
+        Object.entries(STEPS).find(([, name]) => name === "network-mode")![0],
+      );
       assertEquals(records, [[RECORD.error, stepNumber, ERRNO.EINVAL]]);
       for (const fd of [OUT.pidfd, OUT.stdout, OUT.stderr, OUT.report, OUT.go]) {
         lib.coop_close(out[fd]);
