@@ -5,39 +5,23 @@
 import { join } from "node:path";
 import { runTurn } from "../../src/agent/agent_loop.ts";
 import { createProvider } from "../../src/agent/provider_registry.ts";
-import type { CommandResult } from "../../src/core/tool_contract.ts";
 import { allowedTools, executorTool } from "../../src/gateway/agent_tools.ts";
 import type { Principal } from "../../src/gateway/authorization.ts";
 import { parseConfig } from "../../src/gateway/config.ts";
 import { SandboxExecutor } from "../../src/gateway/sandbox_executor.ts";
 import type { ExecOptions } from "../../src/sandbox/mod.ts";
 import { assert, assertEquals } from "../assert.ts";
+import { commandResult } from "../fixtures/command_result.ts";
+import { usersToml } from "../fixtures/users_toml.ts";
 import { withScriptedServer } from "./scripted_server.ts";
 import { WIRE_FORMATS } from "./wire_formats.ts";
 
-const CONFIG = `
-[agent]
-workspace = "ws"
-[[users]]
-name = "alice"
-trust = "owner"
-[[users]]
-name = "bob"
-trust = "full"
-[[users]]
-name = "carol"
-trust = "familiar"
-`;
+const CONFIG = usersToml([["alice", "owner"], ["bob", "full"], ["carol", "familiar"]]);
 
-const SANDBOXED_ID: CommandResult = {
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
+const SANDBOXED_ID = commandResult({
   stdout: "cat: can't open '/etc/shadow': No such file or directory\nuid=0(root) gid=0(root)\n",
-  stderr: "",
-  truncated: false,
   durationMs: 3,
-};
+});
 
 const situation = { channel: "http", ceiling: null, contributors: [], sandboxEnabled: true };
 

@@ -147,15 +147,15 @@ Deno.test("gateway: two unknown senders naming the same session id never share i
   );
 });
 
+/** Puts an earlier message written at trust "familiar" by `principal` into bob's HTTP session. */
+function seedFamiliarMessage(gateway: Gateway, session: string, principal: string): void {
+  const key = { channel: "http", user: "bob", session };
+  gateway.sessions.append(key, { role: "user", content: "earlier", principal, trust: "familiar" });
+}
+
 Deno.test("gateway: a session once at lower trust stays tainted for its own user", async () => {
   await withGateway([format.text(["ok"])], async (gateway, server) => {
-    const key = { channel: "http", user: "bob", session: "was-low" };
-    gateway.sessions.append(key, {
-      role: "user",
-      content: "from a group",
-      principal: "bob",
-      trust: "familiar",
-    });
+    seedFamiliarMessage(gateway, "was-low", "bob");
     await gateway.handle({ channel: "http", sender: "bob", text: "run it", session: "was-low" });
     assert(!format.toolNames(server.requests[0].body).includes("bash"), "no bash at familiar");
   });
@@ -163,13 +163,7 @@ Deno.test("gateway: a session once at lower trust stays tainted for its own user
 
 Deno.test("gateway: text from a less trusted principal in the session taints the turn", async () => {
   await withGateway([format.text(["ok"])], async (gateway, server) => {
-    const key = { channel: "http", user: "bob", session: "shared1" };
-    gateway.sessions.append(key, {
-      role: "user",
-      content: "from carol",
-      principal: "carol",
-      trust: "familiar",
-    });
+    seedFamiliarMessage(gateway, "shared1", "carol");
     await gateway.handle({ channel: "http", sender: "bob", text: "run it", session: "shared1" });
     const offered = format.toolNames(server.requests[0].body);
     assert(!offered.includes("bash"), `tainted to familiar: no bash (${offered})`);

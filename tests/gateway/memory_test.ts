@@ -14,6 +14,7 @@ import { gatedMemory } from "../../src/gateway/memory_access.ts";
 import type { Situation } from "../../src/gateway/authorization.ts";
 import { parseConfig } from "../../src/gateway/config.ts";
 import { SandboxExecutor, type ToolCall } from "../../src/gateway/sandbox_executor.ts";
+import { usersToml } from "../fixtures/users_toml.ts";
 
 function memoryDb(): { db: DatabaseSync; memories: MemoryDatabase } {
   const db = new DatabaseSync(":memory:");
@@ -170,13 +171,7 @@ Deno.test("property: gated search never returns a memory from a store the turn's
   db.close();
 });
 
-const CONFIG = `
-[agent]
-workspace = "ws"
-[[users]]
-name = "alice"
-trust = "owner"
-`;
+const CONFIG = usersToml([["alice", "owner"]]);
 
 async function withExecutor(
   memory: boolean,

@@ -1,27 +1,41 @@
 // Network "proxy" end to end: curl and python inside a real sandbox, the policy proxy on the
 // host, test servers on the host's loopback reached under names a test resolver controls.
 // The attack rows (ATTACKS.md N5-N11, N20) are in attacks/network_test.ts.
-import { exec, SandboxSetupError } from "../../src/sandbox/mod.ts";
+import {
+  exec,
+  type ExecResult,
+  type ProxyTestHooks,
+  SandboxSetupError,
+} from "../../src/sandbox/mod.ts";
 import { assert, assertEquals, assertMatch, assertNotIncludes, assertRejects } from "../assert.ts";
 import { keyValues, python } from "./attacks/attack_table.ts";
 import { sandboxTest, withWorkspace } from "./harness.ts";
 import { echoServer, recordingResolver, recordingTcpServer } from "./proxy_fixture.ts";
 
+/** `sh -c script args…` in a fresh workspace with network "proxy" and these allowed domains. */
+function proxySh(
+  allowDomains: string[],
+  script: string,
+  proxy?: ProxyTestHooks,
+  args: string[] = [],
+): Promise<ExecResult> {
+  return withWorkspace((workspace) =>
+    exec({ workspace, network: "proxy", allowDomains }, ["sh", "-c", script, ...args], {
+      proxy,
+      timeoutMs: 20_000,
+    })
+  );
+}
+
 sandboxTest("proxy: an allowed name and port works over plain HTTP and CONNECT", async () => {
   const server = echoServer();
   const { queries, resolve } = recordingResolver({ "allowed.test": ["127.0.0.1"] });
   try {
-    const r = await withWorkspace((workspace) =>
-      exec(
-        { workspace, network: "proxy", allowDomains: [`allowed.test:${server.port}`] },
-        [
-          "sh",
-          "-c",
-          `curl -sS http://allowed.test:${server.port}/plain; echo plain=$?
+    const r = await proxySh(
+      [`allowed.test:${server.port}`],
+      `curl -sS http://allowed.test:${server.port}/plain; echo plain=$?
 curl -sS --proxytunnel http://allowed.test:${server.port}/tunnel; echo tunnel=$?`,
-        ],
-        { proxy: { resolve, allowPrivateAddresses: true }, timeoutMs: 20_000 },
-      )
+      { resolve, allowPrivateAddresses: true },
     );
     assertMatch(r.stdout, new RegExp(`host=allowed.test:${server.port} path=/plain\\nplain=0`));
     assertMatch(r.stdout, /path=\/tunnel\ntunnel=0/);
@@ -34,17 +48,11 @@ curl -sS --proxytunnel http://allowed.test:${server.port}/tunnel; echo tunnel=$?
 
 sandboxTest("proxy: a denied name gets the readable 403 and is never resolved", async () => {
   const { queries, resolve } = recordingResolver({ "allowed.test": ["127.0.0.1"] });
-  const r = await withWorkspace((workspace) =>
-    exec(
-      { workspace, network: "proxy", allowDomains: ["allowed.test"] },
-      [
-        "sh",
-        "-c",
-        `curl -sS http://denied.test/x; echo plain=$?
+  const r = await proxySh(
+    ["allowed.test"],
+    `curl -sS http://denied.test/x; echo plain=$?
 curl -sS https://denied.test/; echo tls=$?`,
-      ],
-      { proxy: { resolve, allowPrivateAddresses: true }, timeoutMs: 20_000 },
-    )
+    { resolve, allowPrivateAddresses: true },
   );
   assertMatch(
     r.stdout,
@@ -63,17 +71,13 @@ curl -sS https://denied.test/; echo tls=$?`,
 sandboxTest("proxy: code that ignores the proxy has no route out", async () => {
   const server = echoServer();
   try {
-    const r = await withWorkspace((workspace) =>
-      exec(
-        { workspace, network: "proxy", allowDomains: [`allowed.test:${server.port}`] },
-        [
-          "sh",
-          "-c",
-          `curl -sS -m 5 --noproxy '*' http://allowed.test:${server.port}/; echo name=$?
+    const r = await proxySh(
+      [`allowed.test:${server.port}`],
+      `curl -sS -m 5 --noproxy '*' http://allowed.test:${server.port}/; echo name=$?
 curl -sS -m 5 --noproxy '*' http://127.0.0.1:${server.port}/; echo ip=$?
 cat /etc/resolv.conf
 ${
-            python(`
+        python(`
 port = int(sys.argv[1])
 attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
 attempt("public", lambda: socket.create_connection(("1.1.1.1", 443), timeout=5))
@@ -81,12 +85,9 @@ attempt("public6", lambda: socket.create_connection(("2606:4700:4700::1111", 443
 attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("8.8.8.8", 53)))
 attempt("bind", lambda: socket.socket().bind(("127.0.0.1", 8080)))
 attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))`)
-          }`,
-          "proxy-test",
-          String(server.port),
-        ],
-        { proxy: { allowPrivateAddresses: true }, timeoutMs: 20_000 },
-      )
+      }`,
+      { allowPrivateAddresses: true },
+      ["proxy-test", String(server.port)],
     );
     const out = keyValues(r.stdout);
     assertEquals(out.name, "6", "no resolver inside");
@@ -115,17 +116,10 @@ sandboxTest(
       "meta.allowed.test": ["169.254.169.254"],
     });
     try {
-      const r = await withWorkspace((workspace) =>
-        exec(
-          { workspace, network: "proxy", allowDomains: [`*.allowed.test:${tcp.port}`] },
-          [
-            "sh",
-            "-c",
-            `for n in lo ten meta; do curl -sS -m 5 http://$n.allowed.test:${tcp.port}/; done`,
-          ],
-          // The override stays off: this is production's behaviour.
-          { proxy: { resolve }, timeoutMs: 20_000 },
-        )
+      const r = await proxySh(
+        [`*.allowed.test:${tcp.port}`],
+        `for n in lo ten meta; do curl -sS -m 5 http://$n.allowed.test:${tcp.port}/; done`,
+        { resolve }, // the override stays off: this is production's behaviour
       );
       assertEquals(r.proxyDenials.map((d) => d.host), [
         "lo.allowed.test",
@@ -144,24 +138,17 @@ sandboxTest(
 );
 
 sandboxTest("proxy: the command cannot signal or trace the forwarder", async () => {
-  const r = await withWorkspace((workspace) =>
-    exec(
-      { workspace, network: "proxy" },
-      [
-        "sh",
-        "-c",
-        `ps -eo pid,comm | grep coop-init
+  const r = await proxySh(
+    [],
+    `ps -eo pid,comm | grep coop-init
 for pid in $(ps -eo pid=,comm= | awk '$2 == "coop-init" && $1 != 1 {print $1}'); do
   kill -KILL $pid; echo kill=$?; cat /proc/$pid/mem 2>&1 | head -c 80; echo
 done
 ${
-          python(
-            `attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))`,
-          )
-        }`,
-      ],
-      { timeoutMs: 20_000 },
-    )
+      python(
+        `attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))`,
+      )
+    }`,
   );
   assertMatch(r.stdout, /^\s*2 coop-init$/m);
   assertMatch(r.stdout, /kill=1/);
