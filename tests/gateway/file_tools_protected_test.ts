@@ -30,14 +30,18 @@ function call(name: string, trust: "owner" | "inner" | "full", tool: string, arg
 
 async function withExecutor(
   fn: (executor: SandboxExecutor, ws: string) => Promise<void>,
+  realSandbox = false,
 ): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-f23-" }));
+  // The sandbox's uid (an unprivileged one for a root invoker) must reach the workspace.
+  if (realSandbox) await Deno.chmod(dir, 0o755);
   try {
     const parsed = config(dir);
     users = parsed.users;
-    const executor = new SandboxExecutor(parsed, {
-      sandbox: () => Promise.reject(new Error("no sandbox in this test")),
-    });
+    const executor = new SandboxExecutor(
+      parsed,
+      realSandbox ? {} : { sandbox: () => Promise.reject(new Error("no sandbox in this test")) },
+    );
     const ws = join(dir, "ws");
     for (const repo of ["bob", "bob/app", "bob/a/b", "dan", "."]) {
       await Deno.mkdir(join(ws, repo, ".git", "hooks"), { recursive: true });
@@ -129,4 +133,28 @@ Deno.test("F23: ordinary writes still work; the owner and protected_names = [] m
     strictEqual(dan.isError, false, dan.content);
     strictEqual(Deno.readTextFileSync(join(ws, "dan", ".git", "description")), "dan's");
   });
+});
+
+Deno.test({
+  name: "F23 real sandbox: symlinks bob makes inside cannot lead his file tools into .git",
+  ignore: Deno.env.get("COOP_SANDBOX_TEST") !== "1",
+  fn: () =>
+    withExecutor(async (executor, ws) => {
+      // From inside: .git is read-only there, but a symlink to it is an ordinary new file.
+      const made = await executor.call(call("bob", "inner", "bash", {
+        command: "ln -s .git g && ln -s app/.git/hooks h && echo x >> .git/config; echo rc=$?",
+      }));
+      ok(/rc=[1-9]/.test(made.content), `.git/config is read-only inside: ${made.content}`);
+      strictEqual(Deno.lstatSync(join(ws, "bob", "g")).isSymlink, true, made.content);
+      for (const path of ["g/config", "h/post-checkout"]) {
+        const r = await executor.call(call("bob", "inner", "write_file", { path, content: "x" }));
+        strictEqual(r.isError, true, `${path}: ${r.content}`);
+        ok(/goes through a symbolic link/.test(r.content), r.content);
+      }
+      strictEqual(
+        Deno.readTextFileSync(join(ws, "bob", ".git", "config")),
+        "[core]\n\tbare = false\n",
+      );
+      deepStrictEqual([...Deno.readDirSync(join(ws, "bob", "app", ".git", "hooks"))], []);
+    }, true),
 });
