@@ -22,6 +22,18 @@ const NOBODY = 65534;
 const NOT_ROOT = "root-only: an unprivileged invoker has no uid but its own to map sandbox root " +
   "to, so its sandbox runs as the invoker (who may signal it anyway); see docs/security.md";
 const HOST_PYTHON = "/usr/bin/python3";
+const SETPRIV = "/usr/bin/setpriv";
+const HOST_TOOLS_MISSING = [HOST_PYTHON, SETPRIV].some((tool) => {
+    try {
+      return !Deno.statSync(tool).isFile;
+    } catch {
+      return true;
+    }
+  })
+  ? `needs ${SETPRIV} and ${HOST_PYTHON} on the host to act as nobody`
+  : undefined;
+/** Why a row that acts as `nobody` on the host cannot run here, if it cannot. */
+const AS_NOBODY_SKIP = ROOT ? HOST_TOOLS_MISSING : NOT_ROOT;
 
 /** A Deno test of this row, skipped with its reason printed when `skip` is set. */
 function uidTest(name: string, skip: string | undefined, fn: () => Promise<void>): void {
@@ -80,7 +92,7 @@ async function asNobody(program: string, args: string[]): Promise<Record<string,
     "        print(label + '=' + errno.errorcode.get(e.errno, str(e.errno)), flush=True)",
     program,
   ].join("\n");
-  const out = await new Deno.Command("setpriv", {
+  const out = await new Deno.Command(SETPRIV, {
     args: [
       `--reuid=${NOBODY}`,
       `--regid=${NOBODY}`,
@@ -119,7 +131,7 @@ uidTest(
 
 uidTest(
   "as root, a host process running as nobody cannot signal a sandboxed process",
-  ROOT ? undefined : NOT_ROOT,
+  AS_NOBODY_SKIP,
   () =>
     withSleepingSandbox({}, async (pid) => {
       const out = await asNobody(
@@ -137,7 +149,7 @@ attempt("kill", lambda: os.kill(pid, signal.SIGKILL))`,
 
 uidTest(
   "as root, nobody cannot move, enter or chmod the policy proxy's socket directory",
-  ROOT ? undefined : NOT_ROOT,
+  AS_NOBODY_SKIP,
   () =>
     withSleepingSandbox({ network: "proxy" }, async (pid) => {
       // The sandbox's own mount table names the host file bound at /run/coop/proxy.sock.
