@@ -4,6 +4,7 @@
 // has, so `nobody` and friends can neither signal the sandbox nor move the policy proxy's
 // socket. An unprivileged invoker has no other uid to give: its sandbox runs as the invoker,
 // who may signal it anyway — the root-only rows say so and are skipped, never passed.
+import { existsSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { assert, assertEquals, assertMatch, assertRejects } from "../../assert.ts";
@@ -23,15 +24,9 @@ const NOT_ROOT = "root-only: an unprivileged invoker has no uid but its own to m
   "to, so its sandbox runs as the invoker (who may signal it anyway); see docs/security.md";
 const HOST_PYTHON = "/usr/bin/python3";
 const SETPRIV = "/usr/bin/setpriv";
-const HOST_TOOLS_MISSING = [HOST_PYTHON, SETPRIV].some((tool) => {
-    try {
-      return !Deno.statSync(tool).isFile;
-    } catch {
-      return true;
-    }
-  })
-  ? `needs ${SETPRIV} and ${HOST_PYTHON} on the host to act as nobody`
-  : undefined;
+const HOST_TOOLS_MISSING = [HOST_PYTHON, SETPRIV].every((tool) => existsSync(tool))
+  ? undefined
+  : `needs ${SETPRIV} and ${HOST_PYTHON} on the host to act as nobody`;
 /** Why a row that acts as `nobody` on the host cannot run here, if it cannot. */
 const AS_NOBODY_SKIP = ROOT ? HOST_TOOLS_MISSING : NOT_ROOT;
 
