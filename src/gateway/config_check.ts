@@ -11,6 +11,7 @@ import type { ConfigDiagnostic } from "./config_diagnostic.ts";
 import { nextCronRun } from "./cron_schedule.ts";
 import { isWildcardPattern } from "./match_pattern.ts";
 import { userScopeDirectory } from "./user_scope.ts";
+import { checkWorkspaceAccess } from "./workspace_access_check.ts";
 
 function error(code: string, path: string, message: string): ConfigDiagnostic {
   return { severity: "error", code, path, message };
@@ -371,5 +372,6 @@ export function checkConfig(
   checkSandbox(config, out);
   checkPrivatePaths(config, out);
   checkChannels(config, out);
+  checkWorkspaceAccess(config, out);
   return out;
 }

@@ -37,6 +37,7 @@ import { gatedMemory } from "./memory_access.ts";
 import type { MemoryDatabase } from "./memory_store.ts";
 import { mergeSandboxSettings, type SandboxSettings, toSandboxPolicy } from "./sandbox_settings.ts";
 import { scopeFor } from "./user_scope.ts";
+import { WORKSPACE_DIR_MODE } from "./workspace_access_check.ts";
 
 /** Runs a command in a sandbox; the real one is `exec` from the sandbox library. */
 export type SandboxRunner = (
@@ -192,7 +193,9 @@ export class SandboxExecutor {
     // write either.
     if (!onHost) scope.protectedNames = settings.protectedNames;
     try {
-      await Deno.mkdir(scope.hostRoot, { recursive: true });
+      // Only the gateway's user may enter what it creates; an existing directory keeps its
+      // mode (coop check and coop start warn when it lets other local users in).
+      await Deno.mkdir(scope.hostRoot, { recursive: true, mode: WORKSPACE_DIR_MODE });
     } catch (error) {
       const message = errorMessage(error);
       return {

@@ -35,4 +35,5 @@ export {
   SandboxSetupError,
   SandboxUnavailableError,
 } from "./errors.ts";
+export { SandboxHostIdError } from "./host_ids.ts";
 export type { StepName } from "./protocol.ts";

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { SandboxPolicyError } from "./errors.ts";
+import { DEFAULT_SANDBOX_HOST_ID } from "./host_ids.ts";
 import { parseAllowEntry } from "./proxy/allowlist.ts";
 
 /** Network modes the Linux sandbox implements. */
@@ -77,8 +78,13 @@ const policySchema = z.strictObject({
       }
     }),
   ).default([]),
-  sandboxUid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
-  sandboxGid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
+  /**
+   * Host uid and gid of sandbox root when the invoker is root (an unprivileged invoker's
+   * sandbox root is the invoker: no other id is available to it). They must belong to no host
+   * account, group or subordinate range; the first sandbox checks (host_ids.ts, ATTACKS P15).
+   */
+  sandboxUid: z.number().int().min(1).max(2 ** 32 - 2).default(DEFAULT_SANDBOX_HOST_ID),
+  sandboxGid: z.number().int().min(1).max(2 ** 32 - 2).default(DEFAULT_SANDBOX_HOST_ID),
 }).refine((p) => p.allowDomains.length === 0 || p.network === "proxy", {
   path: ["allowDomains"],
   message: 'only applies with network "proxy"',

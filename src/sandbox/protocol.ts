@@ -39,6 +39,7 @@ export const STEPS = {
   31: "proxy-forwarder",
   32: "protect-paths",
   33: "network-mode",
+  34: "mask-proc",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -59,6 +60,7 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "mount-tmp",
   "mount-dev",
   "mount-proc",
+  "mask-proc",
   "write-etc",
   "symlinks",
   "umount-oldroot",

@@ -12,6 +12,7 @@ import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
 import { SandboxSetupError } from "./errors.ts";
+import { assertHostIdsFree } from "./host_ids.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
@@ -149,10 +150,14 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
 }
 
 function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: boolean } {
-  // Root is never root inside: kuid 0 could write /proc/sys and more without Landlock. The
-  // workspace is then idmapped so that files still belong to the invoker (ffi/spawn.c).
+  // Root is never root inside: kuid 0 could write /proc/sys and more without Landlock. Nor is
+  // it an id a host account has, which could signal the sandbox (ATTACKS P15). The workspace
+  // is then idmapped so that files still belong to the invoker (ffi/spawn.c).
   const uid = Deno.uid() ?? 0, gid = Deno.gid() ?? 0;
-  if (uid === 0) return { uid: policy.sandboxUid, gid: policy.sandboxGid, idmapped: true };
+  if (uid === 0) {
+    assertHostIdsFree(policy.sandboxUid, policy.sandboxGid);
+    return { uid: policy.sandboxUid, gid: policy.sandboxGid, idmapped: true };
+  }
   return { uid, gid, idmapped: false };
 }
 

@@ -43,6 +43,9 @@ export function proxyEnvironment(token: string): Record<string, string> {
   return env;
 }
 
+// Ids as the sandbox sees them: 0 is its root (outside, the invoker or, for a root invoker,
+// the dedicated host uid of host_ids.ts); 65534 is the kernel's overflow id, which every host
+// id the sandbox has no mapping for shows as — not the host's `nobody` account.
 const PASSWD = "root:x:0:0:sandbox root:/work:/bin/sh\n" +
   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 const GROUP = "root:x:0:\nnogroup:x:65534:\n";

@@ -288,3 +288,45 @@ Deno.test("F23: auto-run files in a non-owner's workspace are listed, the owner'
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a workspace other local users can enter is a warning naming the directory", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-check-ws-" }));
+  try {
+    const file = join(dir, "coop.toml");
+    await Deno.writeTextFile(file, BASE + '[[users]]\nname = "bob"\ntrust = "inner"\n');
+    await Deno.chmod(dir, 0o755); // the config's directory, above the workspace, lets others in
+    const ws = join(dir, "ws");
+    await Deno.mkdir(join(ws, "bob"), { recursive: true });
+    await Deno.chmod(ws, 0o755);
+    await Deno.chmod(join(ws, "bob"), 0o700);
+    const run = async (args: string[] = []) => {
+      let output = "";
+      const code = await runCheck(["--config", file, ...args], {
+        probe: availableProbe,
+        write: (t) => (output += t),
+        env: () => "k",
+      });
+      return { code, output };
+    };
+    const open = await run();
+    strictEqual(open.code, 0, "a warning, not an error");
+    ok(
+      open.output.includes(
+        `warning: ${file}: agent.workspace: ${ws} (mode 0755) lets other local users in`,
+      ),
+      open.output,
+    );
+    ok(open.output.includes(`run chmod 700 ${ws}`));
+    ok(!open.output.includes(`${join(ws, "bob")} (mode`), "bob's own directory is closed");
+    const json = JSON.parse((await run(["--json"])).output);
+    deepStrictEqual(
+      json.warnings.map((w: { code: string }) => w.code),
+      ["config.workspace.open"],
+    );
+    await Deno.chmod(ws, 0o700);
+    const closed = await run();
+    ok(closed.output.includes("ok (0 warnings)"), closed.output);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

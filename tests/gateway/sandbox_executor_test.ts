@@ -131,6 +131,19 @@ Deno.test("protected_names: .git by default; a user the owner trusts to commit c
   deepStrictEqual(executor.settingsFor(bob).protectedNames, []);
 });
 
+Deno.test("workspace directories are created 0700; an existing one keeps its mode", async () => {
+  await setup(async (executor, _rec, dir) => {
+    const mode = (path: string) => Deno.statSync(path).mode! & 0o777;
+    await executor.call(call("bob", "inner", "bash", { command: "ls" }));
+    strictEqual(mode(join(dir, "ws")), 0o700, "the workspace root");
+    strictEqual(mode(join(dir, "ws", "bob")), 0o700, "bob's directory");
+    await Deno.mkdir(join(dir, "ws", "fay"), { mode: 0o755 });
+    await Deno.chmod(join(dir, "ws", "fay"), 0o755);
+    await executor.call(call("fay", "familiar", "read_file", { path: "x" }));
+    strictEqual(mode(join(dir, "ws", "fay")), 0o755, "not changed behind the owner's back");
+  });
+});
+
 Deno.test("the owner inside a group is sandboxed like everyone else", async () => {
   await setup(async (executor, rec) => {
     const groupCall = call("alice", "owner", "read_file", { path: "x" });

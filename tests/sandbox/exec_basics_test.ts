@@ -53,6 +53,7 @@ for (
     "mount-tmp",
     "mount-dev",
     "mount-proc",
+    "mask-proc",
     "umount-oldroot",
     "hostname",
     "drop-capabilities",

@@ -58,6 +58,16 @@ export function hostProcessesWith(marker: string): number[] {
   return found;
 }
 
+/** Polls `condition` every 20 ms for up to `ms`; returns whether it became true. */
+export async function until(condition: () => boolean, ms: number): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (performance.now() < deadline) {
+    if (condition()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return condition();
+}
+
 /** Open fds, threads and zombie children of this process. */
 export function processFootprint(): { fds: number; threads: number; zombies: number } {
   const fds = [...Deno.readDirSync("/proc/self/fd")].length;

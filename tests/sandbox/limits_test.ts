@@ -1,13 +1,14 @@
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { exec, SandboxLimitError } from "../../src/sandbox/mod.ts";
+import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
 import { sandboxTest, sh, withWorkspace } from "./harness.ts";
 
 const MiB = 2 ** 20;
 /** Root on this kind of host gets cgroup v1; an unprivileged user gets rlimits. */
 const EXPECTED_PATH = Deno.uid() === 0 ? "cgroup-v1" : "rlimit";
 
-/** The host uid sandbox processes run as: 65534 for a root invoker, else the invoker. */
-const SANDBOX_HOST_UID = Deno.uid() === 0 ? 65534 : Deno.uid()!;
+/** The host uid sandbox processes run as: the dedicated one for a root invoker, else the invoker. */
+const SANDBOX_HOST_UID = Deno.uid() === 0 ? DEFAULT_SANDBOX_HOST_ID : Deno.uid()!;
 
 /** Host processes running as the sandbox's host uid (other users' activity is not counted). */
 function hostProcessCount(): number {

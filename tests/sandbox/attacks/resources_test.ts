@@ -55,8 +55,9 @@ print("opened=%d hard=%d" % (len(fds), hard))`,
   {
     id: "R7",
     name: "inotify and per-uid kernel quotas",
-    waitsFor: "a dedicated host uid per sandbox; today the invoker's uid (or 65534 for root) " +
-      "shares its per-uid kernel quotas with the sandbox (docs/limits.md, residual risk)",
+    waitsFor: "a host uid per sandbox; today every sandbox shares the per-uid kernel quotas of " +
+      "one host uid, the invoker's (or, for root, the dedicated sandbox uid) — docs/limits.md, " +
+      "residual risk",
     expect: () => {},
   },
   {

@@ -1,6 +1,6 @@
 // ATTACKS.md §4.4 — syscalls and kernel attack surface (x86_64 numbers through syscallProbe).
 import { assert, assertEquals, assertMatch } from "../../assert.ts";
-import { hostProcessesWith, SANDBOX_TESTS } from "../harness.ts";
+import { hostProcessesWith, SANDBOX_TESTS, until } from "../harness.ts";
 import { attackSuite, keyValues, python, syscallProbe, X86_64 } from "./attack_table.ts";
 
 const NOT_X86_64 = X86_64 ? undefined : "x86_64 syscall numbers";
@@ -231,12 +231,3 @@ Deno.test({
     }
   },
 });
-
-async function until(condition: () => boolean, ms: number): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  while (performance.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
-}
