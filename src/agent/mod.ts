@@ -11,3 +11,4 @@ export * from "./provider_error.ts";
 export * from "./provider_registry.ts";
 export * from "./sse.ts";
 export * from "./system_prompt.ts";
+export * from "./tool_calls.ts";
