@@ -53,8 +53,11 @@ function abandonAfterAbort(signal: AbortSignal): { promise: Promise<never>; disp
 export interface ToolStep {
   /** The tools offered to the model, by name. */
   offered: ReadonlyMap<string, AgentTool>;
+  /** Runs an offered call. */
   executeTool: ExecuteTool;
+  /** The turn's cancellation. */
   signal: AbortSignal;
+  /** Receives `tool_start` and `tool_end`. */
   onEvent?: (event: AgentEvent) => void;
   /** True on the last allowed model call: the calls are answered without running. */
   lastIteration: boolean;
