@@ -18,7 +18,7 @@ export interface ProviderSettings extends EndpointSettings {
 
 /** What a decoder has to hand for one response. */
 export interface DecodeContext {
-  /** Tool calls of this response, being assembled. */
+  /** Tool calls of this response, being assembled (arguments capped, parsed at the end). */
   toolCalls: ToolCallAccumulator;
   /** A `provider.malformed` error: the stream broke the wire format. */
   malformed(what: string, cause?: unknown): ProviderError;
@@ -52,9 +52,7 @@ function decodeContext(provider: string): DecodeContext {
   const malformed = (what: string, cause?: unknown) =>
     new ProviderError("provider.malformed", provider, `malformed stream: ${what}`, { cause });
   return {
-    toolCalls: new ToolCallAccumulator((call, cause) =>
-      malformed(`arguments of tool call "${call.name}" are not JSON`, cause)
-    ),
+    toolCalls: new ToolCallAccumulator(),
     malformed,
     reported: (message) =>
       new ProviderError(

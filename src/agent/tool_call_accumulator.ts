@@ -1,9 +1,17 @@
 /**
  * Tool calls as they stream in: the id and name first, the JSON arguments in pieces, parsed
- * once the call is complete.
+ * once the call is complete. Arguments that are not JSON, or larger than the cap, become an
+ * `argumentsError` the model is shown instead of failing the turn.
  * @module
  */
+import { Buffer } from "node:buffer";
 import type { ToolCallRequest } from "./provider.ts";
+
+/**
+ * The most bytes of JSON arguments one tool call may have (256 KiB): more is refused without
+ * parsing. Generous for a file write; it bounds the memory a runaway stream can pin.
+ */
+export const MAX_TOOL_ARGUMENT_BYTES = 256 * 1024;
 
 /** One tool call being assembled. */
 export interface PartialToolCall {
@@ -11,23 +19,54 @@ export interface PartialToolCall {
   id: string;
   /** The tool name (may still be empty, or partial, while streaming). */
   name: string;
-  /** The argument text so far. */
+  /** The argument text kept so far (emptied once over the cap). */
   json: string;
+  /** Bytes of argument text received, including any beyond the cap. */
+  bytes: number;
+}
+
+/**
+ * Parses a complete call's arguments: `{}` when none were sent; on invalid JSON or too many
+ * bytes, `{}` with an `argumentsError` saying why (the loop answers the call with it).
+ */
+export function completeToolCall(
+  call: PartialToolCall,
+  limitBytes: number = MAX_TOOL_ARGUMENT_BYTES,
+): ToolCallRequest {
+  const { id, name } = call;
+  // Both APIs want an object as the call's arguments when the history is sent back.
+  const refused = (why: string) => ({ id, name, arguments: {}, argumentsError: why });
+  if (call.bytes > limitBytes) {
+    return refused(
+      `tool arguments too large: ${call.bytes} bytes, more than the ${limitBytes} bytes ` +
+        `(${limitBytes / 1024} KiB) Coop accepts; the call was not run — split the work into ` +
+        "smaller calls (e.g. write a large file in parts)",
+    );
+  }
+  if (call.json.trim() === "") return { id, name, arguments: {} };
+  try {
+    return { id, name, arguments: JSON.parse(call.json) };
+  } catch (error) {
+    return refused(
+      `invalid JSON in tool arguments: ${(error as Error).message}; the call was not run — ` +
+        "send the arguments as one JSON object",
+    );
+  }
 }
 
 /** Tool calls keyed by the stream's index, completed in index order. */
 export class ToolCallAccumulator {
   readonly #calls = new Map<number, PartialToolCall>();
-  readonly #invalid: (call: PartialToolCall, cause: unknown) => Error;
+  readonly #limitBytes: number;
 
-  /** `invalid` makes the error thrown when a call's arguments are not JSON. */
-  constructor(invalid: (call: PartialToolCall, cause: unknown) => Error) {
-    this.#invalid = invalid;
+  /** Calls whose arguments pass `limitBytes` are refused (default `MAX_TOOL_ARGUMENT_BYTES`). */
+  constructor(limitBytes: number = MAX_TOOL_ARGUMENT_BYTES) {
+    this.#limitBytes = limitBytes;
   }
 
   /** Starts a fresh call at `index` (replacing any there). */
   start(index: number, id: string, name: string): PartialToolCall {
-    const call = { id, name, json: "" };
+    const call = { id, name, json: "", bytes: 0 };
     this.#calls.set(index, call);
     return call;
   }
@@ -35,7 +74,7 @@ export class ToolCallAccumulator {
   /** The call at `index`, started empty when it is new. */
   at(index: number): PartialToolCall {
     let call = this.#calls.get(index);
-    if (!call) this.#calls.set(index, call = { id: "", name: "", json: "" });
+    if (!call) this.#calls.set(index, call = { id: "", name: "", json: "", bytes: 0 });
     return call;
   }
 
@@ -49,9 +88,10 @@ export class ToolCallAccumulator {
     return this.#calls.size === 0 ? 0 : Math.max(...this.#calls.keys()) + 1;
   }
 
-  /** Adds a piece of argument text. */
+  /** Adds a piece of argument text; beyond the cap it is counted but no longer kept. */
   appendArguments(call: PartialToolCall, text: string): void {
-    call.json += text;
+    call.bytes += Buffer.byteLength(text);
+    call.json = call.bytes > this.#limitBytes ? "" : call.json + text;
   }
 
   /** Removes the call at `index` and completes it. */
@@ -59,7 +99,7 @@ export class ToolCallAccumulator {
     const call = this.#calls.get(index);
     if (!call) return undefined;
     this.#calls.delete(index);
-    return this.#complete(call);
+    return completeToolCall(call, this.#limitBytes);
   }
 
   /** The partial calls still open, in index order, with their indexes. */
@@ -69,18 +109,8 @@ export class ToolCallAccumulator {
 
   /** Removes and completes every call, in index order. */
   takeAll(): ToolCallRequest[] {
-    const calls = this.pending().map(([, call]) => this.#complete(call));
+    const calls = this.pending().map(([, call]) => completeToolCall(call, this.#limitBytes));
     this.#calls.clear();
     return calls;
-  }
-
-  #complete(call: PartialToolCall): ToolCallRequest {
-    const { id, name } = call;
-    if (call.json.trim() === "") return { id, name, arguments: {} };
-    try {
-      return { id, name, arguments: JSON.parse(call.json) };
-    } catch (error) {
-      throw this.#invalid(call, error);
-    }
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The tool step of a turn: runs the calls of one model response in order through the caller's
- * executor and collects one result per call — also for calls that were cancelled, capped or
- * never offered, so the history stays valid.
+ * executor and collects one result per call — also for calls that were cancelled, capped, never
+ * offered or whose arguments could not be used, so the history stays valid.
  * @module
  */
 import { errorMessage } from "../core/errors.ts";
@@ -113,6 +113,12 @@ export async function runToolCalls(
     if (!tool) {
       // Never reaches the executor: the model asked for something it was not offered.
       result(`tool "${call.name}" is not available in this conversation`, true);
+      step.summaries.push({ name: call.name, sandboxed: false, exitCode: null });
+      continue;
+    }
+    if (call.argumentsError !== undefined) {
+      // Never reaches the executor either: the model reads why and can send the call again.
+      result(call.argumentsError, true);
       step.summaries.push({ name: call.name, sandboxed: false, exitCode: null });
       continue;
     }

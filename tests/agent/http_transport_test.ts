@@ -11,6 +11,7 @@ import { createProvider } from "../../src/agent/provider_registry.ts";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { withBlackHole } from "./black_hole.ts";
 import { withScriptedServer } from "./scripted_server.ts";
+import { sandboxedTool, turnOptions } from "./turn_fixture.ts";
 import { ANTHROPIC } from "./wire_formats.ts";
 
 /** A raw HTTP server that answers with `head` and `bodyStart`, then drops the connection. */
@@ -82,16 +83,10 @@ Deno.test("a turn's model calls reuse one connection; a timed-out one is never r
       { name: "p", kind: format.kind, base_url: server.url, first_byte_timeout: 200 },
       { retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 }, http: { dial } },
     );
-    const turn = {
-      provider,
-      model: "m",
-      system: "s",
-      history: [],
-      userText: "go",
-      tools: [{ name: "bash", description: "", parameters: {}, sandboxed: true }],
+    const turn = turnOptions(provider, {
+      tools: [sandboxedTool("bash")],
       executeTool: () => Promise.resolve({ content: "ok", isError: false, sandboxed: true }),
-      maxIterations: 5,
-    };
+    });
     assertEquals((await runTurn(turn)).reply, "done");
     assertEquals(dials, 1, "both model calls of the turn went over the first connection");
     await assertRejects(() => runTurn(turn), TurnError);

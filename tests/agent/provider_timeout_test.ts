@@ -1,5 +1,5 @@
 import net from "node:net";
-import { runTurn, TurnError, type TurnOptions } from "../../src/agent/agent_loop.ts";
+import { runTurn, TurnError } from "../../src/agent/agent_loop.ts";
 import { defaultDialer, type Dialer } from "../../src/agent/http_transport.ts";
 import type { RetryPolicy } from "../../src/agent/http_retry.ts";
 import type { Provider } from "../../src/agent/provider.ts";
@@ -8,6 +8,7 @@ import { createProvider, type ProviderEntry } from "../../src/agent/provider_reg
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { withBlackHole } from "./black_hole.ts";
 import { type ScriptedServer, withScriptedServer } from "./scripted_server.ts";
+import { turnOptions } from "./turn_fixture.ts";
 import { WIRE_FORMATS, type WireFormat } from "./wire_formats.ts";
 
 /** Two attempts, 1 ms apart: enough to see which timeouts are retried. */
@@ -27,19 +28,6 @@ function provider(
   );
 }
 
-function turn(provider: Provider): TurnOptions {
-  return {
-    provider,
-    model: "m",
-    system: "sys",
-    history: [],
-    userText: "the cron job's message",
-    tools: [],
-    executeTool: () => Promise.reject(new Error("no tools")),
-    maxIterations: 3,
-  };
-}
-
 /** Runs a turn that must fail with a timeout; returns the timeout and how long the turn took. */
 async function timedOutTurn(
   provider: Provider,
@@ -48,10 +36,7 @@ async function timedOutTurn(
   const started = performance.now();
   const error = await assertRejects(
     () =>
-      runTurn({
-        ...turn(provider),
-        onEvent: (e) => e.type === "text" && texts.push(e.text),
-      }),
+      runTurn(turnOptions(provider, { onEvent: (e) => e.type === "text" && texts.push(e.text) })),
     TurnError,
   );
   const elapsedMs = performance.now() - started;
@@ -62,7 +47,7 @@ async function timedOutTurn(
 
 /** A later turn (the next cron tick) with the same provider gets its answer. */
 async function nextTurnWorks(provider: Provider): Promise<void> {
-  const result = await runTurn(turn(provider));
+  const result = await runTurn(turnOptions(provider));
   assertEquals(result.reply, "back again");
   assertEquals(result.stopReason, "end_turn");
 }
@@ -159,7 +144,7 @@ Deno.test("cancelling while waiting for the headers ends at once, not at the tim
     const slow = provider(WIRE_FORMATS[0], server.url, { first_byte_timeout: 60_000 });
     const started = performance.now();
     setTimeout(() => controller.abort(), 100);
-    const result = await runTurn({ ...turn(slow), signal: controller.signal });
+    const result = await runTurn(turnOptions(slow, { signal: controller.signal }));
     assertEquals(result.stopReason, "cancelled");
     assert(performance.now() - started < SLACK_MS);
   });

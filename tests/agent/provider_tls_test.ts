@@ -10,6 +10,7 @@ import type { Dialer } from "../../src/agent/http_transport.ts";
 import { ProviderTimeoutError } from "../../src/agent/provider_error.ts";
 import { createProvider } from "../../src/agent/provider_registry.ts";
 import { assert, assertEquals, assertRejects } from "../assert.ts";
+import { turnOptions } from "./turn_fixture.ts";
 import { ANTHROPIC } from "./wire_formats.ts";
 
 async function selfSignedLocalhost(): Promise<{ cert: string; key: string }> {
@@ -61,16 +62,6 @@ const trusting = (ca: string): Dialer => ({ port }) =>
     ALPNProtocols: ["http/1.1"],
   });
 
-const TURN = {
-  model: "m",
-  system: "sys",
-  history: [],
-  userText: "hi",
-  tools: [],
-  executeTool: () => Promise.reject(new Error("no tools")),
-  maxIterations: 2,
-};
-
 Deno.test("https: a turn streams over TLS with the timeouts armed", async () => {
   const { cert, key } = await selfSignedLocalhost();
   const reply = ANTHROPIC.text(["over ", "TLS"]);
@@ -93,7 +84,7 @@ Deno.test("https: a turn streams over TLS with the timeouts armed", async () => 
       },
       { http: { dial: trusting(cert) } },
     );
-    const result = await runTurn({ ...TURN, provider });
+    const result = await runTurn(turnOptions(provider));
     assertEquals(result.reply, "over TLS");
   } finally {
     await server.shutdown();
@@ -121,7 +112,7 @@ Deno.test("https: a TCP connection whose TLS handshake never finishes is a conne
       { retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 }, http: { dial: trusting(cert) } },
     );
     const started = performance.now();
-    const error = await assertRejects(() => runTurn({ ...TURN, provider }), TurnError);
+    const error = await assertRejects(() => runTurn(turnOptions(provider)), TurnError);
     const elapsedMs = performance.now() - started;
     assert(error.cause instanceof ProviderTimeoutError, `cause: ${error.cause}`);
     assertEquals(error.cause.phase, "connect");
