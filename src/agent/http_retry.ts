@@ -53,14 +53,20 @@ export interface JsonPost {
   body: unknown;
 }
 
-/** How `postJson` sends: cancellation, retries, timeouts and injected dependencies. */
-export interface PostOptions {
-  signal?: AbortSignal;
+/** How hard and how long to try a provider, and what to use instead of the network (tests). */
+export interface SendPolicy {
   /** Default `DEFAULT_RETRY_POLICY`. */
   retry?: Readonly<RetryPolicy>;
   /** Default `DEFAULT_PROVIDER_TIMEOUTS`. */
   timeouts?: Readonly<ProviderTimeouts>;
+  /** Default: the real network and clock. */
   http?: HttpDependencies;
+}
+
+/** How `postJson` sends: the send policy, and cancellation. */
+export interface PostOptions extends SendPolicy {
+  /** Cancels the request and any wait between attempts. */
+  signal?: AbortSignal;
 }
 
 function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -213,15 +219,11 @@ export async function postJson(post: JsonPost, options: PostOptions = {}): Promi
 }
 
 /** What every provider's settings carry for reaching its server. */
-export interface EndpointSettings {
+export interface EndpointSettings extends SendPolicy {
   /** The configured provider name, for messages. */
   name: string;
   /** The server's base URL; `path` is appended after trailing slashes are dropped. */
   baseUrl: string;
-  retry?: Readonly<RetryPolicy>;
-  /** Default `DEFAULT_PROVIDER_TIMEOUTS`. */
-  timeouts?: Readonly<ProviderTimeouts>;
-  http?: HttpDependencies;
 }
 
 /** One streaming request: the path after `base_url`, extra headers and the JSON body. */
