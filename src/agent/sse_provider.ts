@@ -82,6 +82,7 @@ function decodeContext(provider: string): DecodeContext {
  * ```
  */
 export class SseProvider implements Provider {
+  /** The configured provider name. */
   readonly name: string;
   readonly #settings: ProviderSettings;
   readonly #wire: WireFormat;
