@@ -5,15 +5,9 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { CoopError, errorMessage } from "../core/errors.ts";
-import type {
-  ChatMessage,
-  Provider,
-  ToolCallRequest,
-  ToolResultContent,
-  ToolSpec,
-  Usage,
-} from "./provider.ts";
+import { CoopError } from "../core/errors.ts";
+import type { ChatMessage, Provider, ToolCallRequest, ToolSpec, Usage } from "./provider.ts";
+import { runToolCalls } from "./tool_calls.ts";
 
 const log = getLogger(["coop", "agent"]);
 
@@ -136,43 +130,117 @@ export function iterationCapNote(maxIterations: number): string {
     '([agent] max_iterations) before finishing; say "continue" to go on]';
 }
 
-const CANCELLED_RESULT = "cancelled: the user stopped this turn before the tool finished";
-const NOT_RUN_RESULT = "not run: the turn reached its iteration limit";
-
-/** A one-line description of a tool call for channels (`ls -la`, a path, or the arguments). */
-export function summarizeToolCall(args: unknown): string {
-  const record = (args ?? {}) as Record<string, unknown>;
-  const text = typeof record.command === "string"
-    ? record.command
-    : typeof record.path === "string"
-    ? record.path
-    : JSON.stringify(args) ?? "";
-  return text.length > 200 ? text.slice(0, 199) + "…" : text;
+/** What one model call produced. */
+interface ModelResponse {
+  /** The text streamed (already shown to the user through `onEvent`). */
+  text: string;
+  /** The tool calls to run; none when the stream was cancelled (half-streamed calls are dropped). */
+  calls: ToolCallRequest[];
+  /** The provider's stop reason. */
+  stop: string;
+  /** True when the signal aborted the stream. */
+  cancelled: boolean;
 }
 
-/** How long a cancelled tool may take to report how it ended (e.g. killed, exit 137). */
-const CANCEL_GRACE_MS = 2000;
+/** The turn so far: the conversation the model sees, what to persist, and the tallies. */
+class TurnRecord {
+  readonly #options: TurnOptions;
+  readonly conversation: ChatMessage[];
+  readonly messages: ChatMessage[] = [];
+  readonly summaries: AgentToolSummary[] = [];
+  readonly #texts: string[] = [];
+  readonly usage: Usage = { inputTokens: 0, outputTokens: 0 };
 
-/** Rejects a while after `signal` aborts: a tool that ignores the signal is abandoned. */
-function abandonAfterAbort(signal: AbortSignal): { promise: Promise<never>; dispose(): void } {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort = () => {};
-  const promise = new Promise<never>((_, reject) => {
-    onAbort = () => timer = setTimeout(() => reject(signal.reason), CANCEL_GRACE_MS);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  return {
-    promise,
-    dispose() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
-    },
-  };
+  constructor(options: TurnOptions) {
+    this.#options = options;
+    this.conversation = [...options.history, { role: "user", content: options.userText }];
+  }
+
+  /** Persists a completed message: into the conversation, the result, and `onMessage`. */
+  append(message: ChatMessage): void {
+    this.conversation.push(message);
+    this.messages.push(message);
+    this.#options.onMessage?.(message);
+  }
+
+  /** Persists one model response: its text joins the reply, text and calls the history. */
+  recordResponse({ text, calls }: ModelResponse): void {
+    if (text) this.#texts.push(text);
+    if (text || calls.length > 0) this.append({ role: "assistant", text, toolCalls: calls });
+  }
+
+  /** Ends the turn: the reply (plus `note`), logged with the tallies. */
+  finish(stopReason: TurnStopReason, note?: string): TurnResult {
+    const { provider, model } = this.#options;
+    const reply = [...this.#texts, ...(note ? [note] : [])].join("\n\n");
+    log.info("agent.turn {stopReason}: {toolCalls} tool calls, {outputTokens} output tokens", {
+      provider: provider.name,
+      model,
+      stopReason,
+      toolCalls: this.summaries.length,
+      ...this.usage,
+    });
+    const { messages, summaries: tools, usage } = this;
+    return { reply, messages, tools, stopReason, usage };
+  }
 }
 
 /**
- * Runs one turn of the conversation.
+ * Streams one model response, forwarding text as it arrives and adding up usage. A cancel
+ * returns what was shown; any other failure throws `TurnError` with the history so far.
+ */
+async function streamResponse(
+  options: TurnOptions,
+  { record, specs, signal }: { record: TurnRecord; specs: ToolSpec[]; signal: AbortSignal },
+): Promise<ModelResponse> {
+  const response: ModelResponse = { text: "", calls: [], stop: "other", cancelled: false };
+  try {
+    const stream = options.provider.stream({
+      model: options.model,
+      system: options.system,
+      messages: record.conversation,
+      tools: specs,
+      maxTokens: options.maxTokens ?? 8192,
+    }, signal);
+    for await (const event of stream) {
+      if (event.type === "text") {
+        response.text += event.text;
+        options.onEvent?.({ type: "text", text: event.text });
+      } else if (event.type === "tool_call") {
+        response.calls.push(event.call);
+      } else {
+        response.stop = event.reason;
+        record.usage.inputTokens += event.usage?.inputTokens ?? 0;
+        record.usage.outputTokens += event.usage?.outputTokens ?? 0;
+      }
+    }
+  } catch (error) {
+    // Keep what the user already saw; half-streamed tool calls are dropped.
+    if (signal.aborted) return { ...response, calls: [], cancelled: true };
+    if (error instanceof Error) throw new TurnError(error, record.messages, record.summaries);
+    throw error;
+  }
+  return response;
+}
+
+/** Whether the turn ends after this model call (and its tools), and why; null goes on. */
+function stopAfter(
+  response: ModelResponse,
+  state: { aborted: boolean; lastIteration: boolean },
+): TurnStopReason | null {
+  if (response.cancelled) return "cancelled";
+  if (response.calls.length === 0) {
+    return response.stop === "max_tokens" ? "max_tokens" : "end_turn";
+  }
+  if (state.aborted) return "cancelled";
+  if (state.lastIteration) return "max_iterations";
+  return null;
+}
+
+/**
+ * Runs one turn of the conversation. Per model call: stream the response (`streamResponse`),
+ * persist it (`TurnRecord`), run the tools it asks for and persist their results
+ * (`runToolCalls`), then decide whether to go on (`stopAfter`).
  *
  * @example
  * ```ts
@@ -185,7 +253,7 @@ function abandonAfterAbort(signal: AbortSignal): { promise: Promise<never>; disp
  * ```
  */
 export async function runTurn(options: TurnOptions): Promise<TurnResult> {
-  const { provider, tools, onEvent } = options;
+  const { tools, maxIterations } = options;
   const signal = options.signal ?? new AbortController().signal;
   const offered = new Map(tools.map((t) => [t.name, t]));
   const specs: ToolSpec[] = tools.map(({ name, description, parameters }) => ({
@@ -193,131 +261,29 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
     description,
     parameters,
   }));
-  const conversation: ChatMessage[] = [
-    ...options.history,
-    { role: "user", content: options.userText },
-  ];
-  const messages: ChatMessage[] = [];
-  const summaries: AgentToolSummary[] = [];
-  const texts: string[] = [];
-  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
-  const append = (message: ChatMessage) => {
-    conversation.push(message);
-    messages.push(message);
-    options.onMessage?.(message);
-  };
-  const finish = (stopReason: TurnStopReason, note?: string): TurnResult => {
-    const reply = [...texts, ...(note ? [note] : [])].join("\n\n");
-    log.info("agent.turn {stopReason}: {toolCalls} tool calls, {outputTokens} output tokens", {
-      provider: provider.name,
-      model: options.model,
-      stopReason,
-      toolCalls: summaries.length,
-      ...usage,
-    });
-    return { reply, messages, tools: summaries, stopReason, usage };
-  };
+  const record = new TurnRecord(options);
+  const capNote = (reason: TurnStopReason) =>
+    reason === "max_iterations" ? iterationCapNote(maxIterations) : undefined;
 
-  for (let iteration = 1; iteration <= options.maxIterations; iteration++) {
-    if (signal.aborted) return finish("cancelled");
-    let text = "";
-    const calls: ToolCallRequest[] = [];
-    let stop: string = "other";
-    try {
-      const stream = provider.stream({
-        model: options.model,
-        system: options.system,
-        messages: conversation,
-        tools: specs,
-        maxTokens: options.maxTokens ?? 8192,
-      }, signal);
-      for await (const event of stream) {
-        if (event.type === "text") {
-          text += event.text;
-          onEvent?.({ type: "text", text: event.text });
-        } else if (event.type === "tool_call") {
-          calls.push(event.call);
-        } else {
-          stop = event.reason;
-          usage.inputTokens += event.usage?.inputTokens ?? 0;
-          usage.outputTokens += event.usage?.outputTokens ?? 0;
-        }
-      }
-    } catch (error) {
-      if (signal.aborted) {
-        // Keep what the user already saw; half-streamed tool calls are dropped.
-        if (text) {
-          texts.push(text);
-          append({ role: "assistant", text, toolCalls: [] });
-        }
-        return finish("cancelled");
-      }
-      if (error instanceof Error) throw new TurnError(error, messages, summaries);
-      throw error;
-    }
-    if (text) texts.push(text);
-    if (text || calls.length > 0) append({ role: "assistant", text, toolCalls: calls });
-    if (calls.length === 0) return finish(stop === "max_tokens" ? "max_tokens" : "end_turn");
-
-    const lastIteration = iteration === options.maxIterations;
-    const results: ToolResultContent[] = [];
-    for (const call of calls) {
-      const result = (content: string, isError: boolean) =>
-        results.push({ toolCallId: call.id, name: call.name, content, isError });
-      if (signal.aborted) {
-        result(CANCELLED_RESULT, true);
-        continue;
-      }
-      if (lastIteration) {
-        result(NOT_RUN_RESULT, true);
-        continue;
-      }
-      const tool = offered.get(call.name);
-      if (!tool) {
-        // Never reaches the executor: the model asked for something it was not offered.
-        result(`tool "${call.name}" is not available in this conversation`, true);
-        summaries.push({ name: call.name, sandboxed: false, exitCode: null });
-        continue;
-      }
-      onEvent?.({
-        type: "tool_start",
-        name: call.name,
-        sandboxed: tool.sandboxed,
-        summary: summarizeToolCall(call.arguments),
+  for (let iteration = 1; iteration <= maxIterations; iteration++) {
+    if (signal.aborted) return record.finish("cancelled");
+    const response = await streamResponse(options, { record, specs, signal });
+    record.recordResponse(response);
+    const lastIteration = iteration === maxIterations;
+    if (!response.cancelled && response.calls.length > 0) {
+      const results = await runToolCalls(response.calls, {
+        offered,
+        executeTool: options.executeTool,
+        signal,
+        onEvent: options.onEvent,
+        lastIteration,
+        summaries: record.summaries,
       });
-      let execution: ToolExecution;
-      const abandon = abandonAfterAbort(signal);
-      try {
-        execution = await Promise.race([
-          options.executeTool(call.name, call.arguments, signal),
-          abandon.promise,
-        ]);
-      } catch (error) {
-        execution = signal.aborted
-          ? { content: CANCELLED_RESULT, isError: true, sandboxed: tool.sandboxed }
-          : {
-            content: `${call.name} failed: ${errorMessage(error)}`,
-            isError: true,
-            sandboxed: tool.sandboxed,
-          };
-      } finally {
-        abandon.dispose();
-      }
-      const exitCode = execution.exitCode ?? null;
-      summaries.push({ name: call.name, sandboxed: execution.sandboxed, exitCode });
-      onEvent?.({
-        type: "tool_end",
-        name: call.name,
-        sandboxed: execution.sandboxed,
-        exitCode,
-        isError: execution.isError,
-      });
-      result(execution.content, execution.isError);
+      record.append({ role: "tool", results });
     }
-    append({ role: "tool", results });
-    if (signal.aborted) return finish("cancelled");
-    if (lastIteration) return finish("max_iterations", iterationCapNote(options.maxIterations));
+    const stop = stopAfter(response, { aborted: signal.aborted, lastIteration });
+    if (stop) return record.finish(stop, capNote(stop));
   }
   // Only reached with maxIterations < 1: no model call was allowed at all.
-  return finish("max_iterations", iterationCapNote(options.maxIterations));
+  return record.finish("max_iterations", iterationCapNote(maxIterations));
 }

@@ -1,19 +1,18 @@
 /**
  * The Anthropic Messages API (`POST /v1/messages`, `stream: true`): request mapping and the
- * SSE event stream (`message_start` … `message_stop`) turned into `ProviderEvent`s.
+ * SSE event stream (`message_start` … `message_stop`) turned into `ProviderEvent`s. Sending,
+ * retries, timeouts and tool-call assembly are shared (`sse_provider.ts`).
  * @module
  */
-import { type HttpDependencies, postForStream, type RetryPolicy } from "./http_retry.ts";
-import type {
-  ChatMessage,
-  Provider,
-  ProviderEvent,
-  ProviderRequest,
-  StopReason,
-  Usage,
-} from "./provider.ts";
-import { ProviderError } from "./provider_error.ts";
-import { parseSse } from "./sse.ts";
+import type { ChatMessage, ProviderEvent, ProviderRequest, StopReason, Usage } from "./provider.ts";
+import {
+  type DecodeContext,
+  type ProviderSettings,
+  SseProvider,
+  type StreamDecoder,
+  type WireFormat,
+} from "./sse_provider.ts";
+import type { SseEvent } from "./sse.ts";
 
 /** The API version header Coop speaks. */
 export const ANTHROPIC_VERSION = "2023-06-01";
@@ -21,17 +20,11 @@ export const ANTHROPIC_VERSION = "2023-06-01";
 /** The public endpoint, used when `base_url` is not set. */
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
 
-/** How to reach one Anthropic-format endpoint. */
-export interface AnthropicSettings {
-  /** The configured provider name. */
-  name: string;
-  /** e.g. `https://api.anthropic.com` (without `/v1`). */
-  baseUrl: string;
-  /** Sent as `x-api-key`; null sends none (a local proxy that adds it). */
-  apiKey: string | null;
-  retry?: Readonly<RetryPolicy>;
-  http?: HttpDependencies;
-}
+/**
+ * How to reach one Anthropic-format endpoint: `baseUrl` e.g. `https://api.anthropic.com`
+ * (without `/v1`); `apiKey` is sent as `x-api-key` (null sends none: a local proxy adds it).
+ */
+export type AnthropicSettings = ProviderSettings;
 
 type Block = Record<string, unknown>;
 type WireMessage = { role: "user" | "assistant"; content: Block[] };
@@ -94,121 +87,98 @@ function stopReason(reason: unknown): StopReason {
   return "other";
 }
 
-/** A provider speaking the Anthropic Messages API. */
-export class AnthropicProvider implements Provider {
-  readonly name: string;
-  readonly #settings: AnthropicSettings;
+/** Decodes one Messages API response; tool_use blocks complete at their `content_block_stop`. */
+class AnthropicDecoder implements StreamDecoder {
+  readonly #context: DecodeContext;
+  readonly #usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  #reason: StopReason = "other";
 
-  constructor(settings: AnthropicSettings) {
-    this.name = settings.name;
-    this.#settings = settings;
+  constructor(context: DecodeContext) {
+    this.#context = context;
   }
 
-  /** Streams one response as `ProviderEvent`s. */
-  async *stream(request: ProviderRequest, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
-    const headers: Record<string, string> = { "anthropic-version": ANTHROPIC_VERSION };
-    if (this.#settings.apiKey !== null) headers["x-api-key"] = this.#settings.apiKey;
-    const body = anthropicRequestBody(request);
-    const response = await postForStream(this.#settings, "/v1/messages", headers, body, signal);
-    yield* this.#events(response, signal);
-  }
-
-  async *#events(response: Response, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
-    const malformed = (what: string) =>
-      new ProviderError("provider.malformed", this.name, `malformed stream: ${what}`);
-    if (!response.body) throw malformed("the response has no body");
-    const blocks = new Map<number, { id: string; name: string; json: string }>();
-    const usage: Usage = { inputTokens: 0, outputTokens: 0 };
-    let reason: StopReason = "other";
-    for await (const sse of parseSse(response.body)) {
-      signal?.throwIfAborted();
-      if (sse.event === "ping") continue;
-      let data: Record<string, unknown>;
-      try {
-        data = JSON.parse(sse.data);
-      } catch (error) {
-        throw new ProviderError(
-          "provider.malformed",
-          this.name,
-          `malformed stream: "${sse.event}" event data is not JSON`,
-          { cause: error },
+  *decode(sse: SseEvent): Generator<ProviderEvent> {
+    if (sse.event === "ping") return;
+    const { toolCalls, malformed } = this.#context;
+    const data = this.#context.json(sse);
+    switch (sse.event) {
+      case "message_start": {
+        const u = (data.message as { usage?: Record<string, number> } | undefined)?.usage;
+        this.#usage.inputTokens = u?.input_tokens ?? 0;
+        this.#usage.outputTokens = u?.output_tokens ?? 0;
+        break;
+      }
+      case "content_block_start": {
+        const block = data.content_block as Record<string, unknown> | undefined;
+        if (block?.type === "tool_use") {
+          if (typeof block.id !== "string" || typeof block.name !== "string") {
+            throw malformed("tool_use block without id or name");
+          }
+          toolCalls.start(Number(data.index), block.id, block.name);
+        } else if (block?.type === "text" && typeof block.text === "string" && block.text) {
+          yield { type: "text", text: block.text };
+        }
+        break;
+      }
+      case "content_block_delta": {
+        const delta = data.delta as Record<string, unknown> | undefined;
+        if (delta?.type === "text_delta" && typeof delta.text === "string") {
+          yield { type: "text", text: delta.text };
+        } else if (delta?.type === "input_json_delta") {
+          const call = toolCalls.get(Number(data.index));
+          if (!call) throw malformed(`input_json_delta for unknown block ${data.index}`);
+          toolCalls.appendArguments(call, String(delta.partial_json ?? ""));
+        }
+        break;
+      }
+      case "content_block_stop": {
+        const call = toolCalls.take(Number(data.index));
+        if (call) yield { type: "tool_call", call };
+        break;
+      }
+      case "message_delta": {
+        const delta = data.delta as Record<string, unknown> | undefined;
+        if (delta?.stop_reason !== undefined) this.#reason = stopReason(delta.stop_reason);
+        const u = data.usage as Record<string, number> | undefined;
+        if (typeof u?.output_tokens === "number") this.#usage.outputTokens = u.output_tokens;
+        if (typeof u?.input_tokens === "number") this.#usage.inputTokens = u.input_tokens;
+        break;
+      }
+      case "message_stop":
+        yield { type: "stop", reason: this.#reason, usage: this.#usage };
+        break;
+      case "error": {
+        const error = data.error as Record<string, unknown> | undefined;
+        throw this.#context.reported(
+          `${error?.type ?? "error"}: ${error?.message ?? sse.data}`,
         );
       }
-      switch (sse.event) {
-        case "message_start": {
-          const u = (data.message as { usage?: Record<string, number> } | undefined)?.usage;
-          usage.inputTokens = u?.input_tokens ?? 0;
-          usage.outputTokens = u?.output_tokens ?? 0;
-          break;
-        }
-        case "content_block_start": {
-          const block = data.content_block as Record<string, unknown> | undefined;
-          if (block?.type === "tool_use") {
-            if (typeof block.id !== "string" || typeof block.name !== "string") {
-              throw malformed("tool_use block without id or name");
-            }
-            blocks.set(Number(data.index), { id: block.id, name: block.name, json: "" });
-          } else if (block?.type === "text" && typeof block.text === "string" && block.text) {
-            yield { type: "text", text: block.text };
-          }
-          break;
-        }
-        case "content_block_delta": {
-          const delta = data.delta as Record<string, unknown> | undefined;
-          if (delta?.type === "text_delta" && typeof delta.text === "string") {
-            yield { type: "text", text: delta.text };
-          } else if (delta?.type === "input_json_delta") {
-            const block = blocks.get(Number(data.index));
-            if (!block) throw malformed(`input_json_delta for unknown block ${data.index}`);
-            block.json += String(delta.partial_json ?? "");
-          }
-          break;
-        }
-        case "content_block_stop": {
-          const block = blocks.get(Number(data.index));
-          if (!block) break;
-          blocks.delete(Number(data.index));
-          let args: unknown;
-          try {
-            args = block.json.trim() === "" ? {} : JSON.parse(block.json);
-          } catch (error) {
-            throw new ProviderError(
-              "provider.malformed",
-              this.name,
-              `malformed stream: arguments of tool call "${block.name}" are not JSON`,
-              { cause: error },
-            );
-          }
-          yield { type: "tool_call", call: { id: block.id, name: block.name, arguments: args } };
-          break;
-        }
-        case "message_delta": {
-          const delta = data.delta as Record<string, unknown> | undefined;
-          if (delta?.stop_reason !== undefined) reason = stopReason(delta.stop_reason);
-          const u = data.usage as Record<string, number> | undefined;
-          if (typeof u?.output_tokens === "number") usage.outputTokens = u.output_tokens;
-          if (typeof u?.input_tokens === "number") usage.inputTokens = u.input_tokens;
-          break;
-        }
-        case "message_stop":
-          yield { type: "stop", reason, usage };
-          return;
-        case "error": {
-          const error = data.error as Record<string, unknown> | undefined;
-          throw new ProviderError(
-            "provider.stream",
-            this.name,
-            `the server reported an error mid-stream: ${error?.type ?? "error"}: ${
-              error?.message ?? sse.data
-            }`,
-          );
-        }
-        default:
-          // New event types are ignored, as the API's versioning policy asks.
-          break;
-      }
+      default:
+        // New event types are ignored, as the API's versioning policy asks.
+        break;
     }
-    signal?.throwIfAborted();
-    throw malformed("the stream ended before message_stop");
+  }
+
+  end(): Iterable<ProviderEvent> {
+    throw this.#context.malformed("the stream ended before message_stop");
+  }
+}
+
+/** The Messages API as a `WireFormat`. */
+export const ANTHROPIC_WIRE: WireFormat = {
+  path: "/v1/messages",
+  headers: (apiKey) => ({
+    "anthropic-version": ANTHROPIC_VERSION,
+    ...(apiKey === null ? {} : { "x-api-key": apiKey }),
+  }),
+  body: anthropicRequestBody,
+  decoder: (context) => new AnthropicDecoder(context),
+};
+
+/** A provider speaking the Anthropic Messages API. */
+export class AnthropicProvider extends SseProvider {
+  /** Reaches the endpoint `settings` describe. */
+  constructor(settings: AnthropicSettings) {
+    super(settings, ANTHROPIC_WIRE);
   }
 }

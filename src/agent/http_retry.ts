@@ -1,12 +1,19 @@
 /**
  * POSTs to a provider with bounded retries: exponential backoff with jitter, `retry-after`
- * honoured, on 429, 5xx and connection errors — only before any response body is read, so a
- * stream that has started is never replayed.
+ * honoured, on 408, 429, 5xx, connection errors and connect timeouts — only before the server
+ * has the request, or has answered it with an error: a response that timed out waiting for its
+ * headers, and a stream that has started, are never replayed.
  * @module
  */
 import { errorMessage } from "../core/errors.ts";
 import { getLogger } from "@logtape/logtape";
-import { ProviderError } from "./provider_error.ts";
+import {
+  DEFAULT_PROVIDER_TIMEOUTS,
+  type Dialer,
+  type ProviderTimeouts,
+  sendRequest,
+} from "./http_transport.ts";
+import { ProviderError, ProviderTimeoutError } from "./provider_error.ts";
 
 const log = getLogger(["coop", "agent", "provider"]);
 
@@ -29,8 +36,8 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = {
 
 /** What the HTTP layer may be given instead of the real network and clock (tests use fakes). */
 export interface HttpDependencies {
-  /** Default: global `fetch`. */
-  fetch?: typeof fetch;
+  /** Opens each request's connection; default `defaultDialer` (`node:net`, `node:tls`). */
+  dial?: Dialer;
   /** Default: an abortable `setTimeout`. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Default: `Math.random`; used for jitter. */
@@ -44,6 +51,22 @@ export interface JsonPost {
   url: string;
   headers: Record<string, string>;
   body: unknown;
+}
+
+/** How hard and how long to try a provider, and what to use instead of the network (tests). */
+export interface SendPolicy {
+  /** Default `DEFAULT_RETRY_POLICY`. */
+  retry?: Readonly<RetryPolicy>;
+  /** Default `DEFAULT_PROVIDER_TIMEOUTS`. */
+  timeouts?: Readonly<ProviderTimeouts>;
+  /** Default: the real network and clock. */
+  http?: HttpDependencies;
+}
+
+/** How `postJson` sends: the send policy, and cancellation. */
+export interface PostOptions extends SendPolicy {
+  /** Cancels the request and any wait between attempts. */
+  signal?: AbortSignal;
 }
 
 function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -97,33 +120,40 @@ async function errorDetail(response: Response): Promise<string> {
 /**
  * Sends `post` and returns the successful (2xx) response with its body unread.
  * Throws `ProviderError` (`provider.auth` on 401/403 without retrying, `provider.http` on other
- * 4xx, `provider.unavailable` when retries run out) or the signal's reason when aborted.
+ * 4xx, `provider.unavailable` when retries run out), `ProviderTimeoutError` (`provider.timeout`:
+ * at once when the headers do not come, after the last attempt when connecting times out), or
+ * the signal's reason when aborted.
  */
-export async function postJson(
-  post: JsonPost,
-  signal: AbortSignal | undefined,
-  policy: Readonly<RetryPolicy> = DEFAULT_RETRY_POLICY,
-  deps: HttpDependencies = {},
-): Promise<Response> {
-  const doFetch = deps.fetch ?? fetch;
-  const sleep = deps.sleep ?? abortableSleep;
-  const random = deps.random ?? Math.random;
+export async function postJson(post: JsonPost, options: PostOptions = {}): Promise<Response> {
+  const { signal, http = {} } = options;
+  const policy = options.retry ?? DEFAULT_RETRY_POLICY;
+  const sleep = http.sleep ?? abortableSleep;
+  const random = http.random ?? Math.random;
   const body = JSON.stringify(post.body);
   let lastProblem = "";
+  let connectTimeout: ProviderTimeoutError | null = null;
   for (let attempt = 1;; attempt++) {
     signal?.throwIfAborted();
     let response: Response | undefined;
     let waitMs: number | null = null;
+    connectTimeout = null;
     try {
-      response = await doFetch(post.url, {
-        method: "POST",
+      response = await sendRequest({
+        provider: post.provider,
+        url: post.url,
         headers: post.headers,
         body,
+        timeouts: options.timeouts ?? DEFAULT_PROVIDER_TIMEOUTS,
         signal,
+        dial: http.dial,
       });
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
-      lastProblem = `cannot reach ${post.url}: ${errorMessage(error)}`;
+      // The server has the request and may be working on it: asking again would repeat the
+      // work and multiply the wait, so only a connection that never came up is retried.
+      if (error instanceof ProviderTimeoutError && error.phase !== "connect") throw error;
+      if (error instanceof ProviderTimeoutError) connectTimeout = error;
+      lastProblem = connectTimeout?.detail ?? `cannot reach ${post.url}: ${errorMessage(error)}`;
     }
     if (response !== undefined) {
       if (response.ok) return response;
@@ -159,6 +189,16 @@ export async function postJson(
       }
     }
     if (attempt >= policy.maxAttempts) {
+      if (connectTimeout) {
+        const { phase, timeoutMs, url } = connectTimeout;
+        throw new ProviderTimeoutError(
+          post.provider,
+          { phase, timeoutMs, url, attempts: attempt },
+          {
+            cause: connectTimeout,
+          },
+        );
+      }
       throw new ProviderError(
         "provider.unavailable",
         post.provider,
@@ -179,35 +219,41 @@ export async function postJson(
 }
 
 /** What every provider's settings carry for reaching its server. */
-export interface EndpointSettings {
+export interface EndpointSettings extends SendPolicy {
   /** The configured provider name, for messages. */
   name: string;
   /** The server's base URL; `path` is appended after trailing slashes are dropped. */
   baseUrl: string;
-  retry?: Readonly<RetryPolicy>;
-  http?: HttpDependencies;
+}
+
+/** One streaming request: the path after `base_url`, extra headers and the JSON body. */
+export interface StreamRequest {
+  path: string;
+  /** Added to (or overriding) the JSON and SSE ones. */
+  headers: Record<string, string>;
+  body: unknown;
 }
 
 /**
  * POSTs a JSON body asking for a server-sent-event stream (`postJson` with the provider's retry
- * policy); `headers` add to (or override) the JSON and SSE ones.
+ * policy and timeouts).
  */
 export function postForStream(
   settings: EndpointSettings,
-  path: string,
-  headers: Record<string, string>,
-  body: unknown,
+  request: StreamRequest,
   signal?: AbortSignal,
 ): Promise<Response> {
   return postJson(
     {
       provider: settings.name,
-      url: `${settings.baseUrl.replace(/\/+$/, "")}${path}`,
-      headers: { "content-type": "application/json", "accept": "text/event-stream", ...headers },
-      body,
+      url: `${settings.baseUrl.replace(/\/+$/, "")}${request.path}`,
+      headers: {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        ...request.headers,
+      },
+      body: request.body,
     },
-    signal,
-    settings.retry ?? DEFAULT_RETRY_POLICY,
-    settings.http,
+    { signal, retry: settings.retry, timeouts: settings.timeouts, http: settings.http },
   );
 }

@@ -1,35 +1,33 @@
 /**
  * The OpenAI-compatible Chat Completions API (`POST /chat/completions`, `stream: true`):
  * OpenAI, OpenRouter, Ollama, llama.cpp, vLLM. Tool-call deltas are assembled by index.
+ * Sending, retries, timeouts and tool-call assembly are shared (`sse_provider.ts`).
  * @module
  */
-import { type HttpDependencies, postForStream, type RetryPolicy } from "./http_retry.ts";
-import type {
-  ChatMessage,
-  Provider,
-  ProviderEvent,
-  ProviderRequest,
-  StopReason,
-  Usage,
-} from "./provider.ts";
-import { ProviderError } from "./provider_error.ts";
-import { parseSse } from "./sse.ts";
+import type { ChatMessage, ProviderEvent, ProviderRequest, StopReason, Usage } from "./provider.ts";
+import {
+  type DecodeContext,
+  type ProviderSettings,
+  SseProvider,
+  type StreamDecoder,
+  type WireFormat,
+} from "./sse_provider.ts";
+import type { SseEvent } from "./sse.ts";
 
-/** How to reach one OpenAI-compatible endpoint. */
-export interface OpenAiSettings {
-  /** The configured provider name. */
-  name: string;
-  /** The URL `/chat/completions` is appended to, e.g. `https://api.openai.com/v1`. */
-  baseUrl: string;
-  /** Sent as `Authorization: Bearer …`; null sends no header (local servers). */
-  apiKey: string | null;
+/** The body field for the token cap: OpenAI wants `max_completion_tokens`, others `max_tokens`. */
+export type MaxTokensField = "max_tokens" | "max_completion_tokens";
+
+/**
+ * How to reach one OpenAI-compatible endpoint: `baseUrl` is what `/chat/completions` is appended
+ * to (e.g. `https://api.openai.com/v1`); `apiKey` is sent as `Authorization: Bearer …` (null
+ * sends none: local servers).
+ */
+export interface OpenAiSettings extends ProviderSettings {
   /**
    * The body field for the token cap: OpenAI itself wants `max_completion_tokens`; most
    * compatible servers only know `max_tokens`. Default `max_tokens`.
    */
-  maxTokensField?: "max_tokens" | "max_completion_tokens";
-  retry?: Readonly<RetryPolicy>;
-  http?: HttpDependencies;
+  maxTokensField?: MaxTokensField;
 }
 
 type WireMessage = Record<string, unknown>;
@@ -62,7 +60,7 @@ export function toOpenAiMessages(system: string, messages: readonly ChatMessage[
 /** Builds the JSON body of a streaming Chat Completions request. */
 export function openAiRequestBody(
   request: ProviderRequest,
-  maxTokensField: "max_tokens" | "max_completion_tokens" = "max_tokens",
+  maxTokensField: MaxTokensField = "max_tokens",
 ): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: request.model,
@@ -87,125 +85,98 @@ function stopReason(reason: unknown): StopReason {
   return "other";
 }
 
-interface PartialCall {
-  id: string;
-  name: string;
-  args: string;
+/** Decodes one Chat Completions stream; tool calls complete at the `finish_reason`. */
+class OpenAiDecoder implements StreamDecoder {
+  readonly #context: DecodeContext;
+  #usage: Usage | null = null;
+  #reason: StopReason | null = null;
+
+  constructor(context: DecodeContext) {
+    this.#context = context;
+  }
+
+  *decode(sse: SseEvent): Generator<ProviderEvent> {
+    const { toolCalls, malformed } = this.#context;
+    if (sse.data.trim() === "[DONE]") {
+      if (this.#reason === null) throw malformed("[DONE] before any finish_reason");
+      yield { type: "stop", reason: this.#reason, usage: this.#usage };
+      return;
+    }
+    const chunk = this.#context.json(sse);
+    if (chunk.error !== undefined) {
+      const error = chunk.error as Record<string, unknown> | string;
+      throw this.#context.reported(
+        typeof error === "string" ? error : String(error?.message ?? sse.data),
+      );
+    }
+    const u = chunk.usage as Record<string, number> | null | undefined;
+    if (u && typeof u === "object") {
+      this.#usage = { inputTokens: u.prompt_tokens ?? 0, outputTokens: u.completion_tokens ?? 0 };
+    }
+    const choices = chunk.choices;
+    if (!Array.isArray(choices)) {
+      if (u) return;
+      throw malformed("a chunk without choices");
+    }
+    const choice = choices[0] as Record<string, unknown> | undefined;
+    if (!choice) return;
+    const delta = (choice.delta ?? {}) as Record<string, unknown>;
+    if (typeof delta.content === "string" && delta.content !== "") {
+      yield { type: "text", text: delta.content };
+    }
+    if (Array.isArray(delta.tool_calls)) {
+      for (const raw of delta.tool_calls as Array<Record<string, unknown>>) {
+        const fn = (raw.function ?? {}) as Record<string, unknown>;
+        // Some servers omit `index` and send each call whole: a new id means a new call.
+        let index = typeof raw.index === "number" ? raw.index : toolCalls.nextIndex - 1;
+        if (
+          typeof raw.index !== "number" && (index < 0 || (raw.id && toolCalls.get(index)?.id))
+        ) {
+          index = toolCalls.nextIndex;
+        }
+        const call = toolCalls.at(index);
+        if (typeof raw.id === "string" && raw.id) call.id = raw.id;
+        if (typeof fn.name === "string") call.name += fn.name;
+        if (typeof fn.arguments === "string") toolCalls.appendArguments(call, fn.arguments);
+        else if (fn.arguments && typeof fn.arguments === "object") {
+          toolCalls.appendArguments(call, JSON.stringify(fn.arguments));
+        }
+      }
+    }
+    if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
+      this.#reason = stopReason(choice.finish_reason);
+      for (const [i, call] of toolCalls.pending()) {
+        if (!call.name) throw malformed(`tool call ${i} has no function name`);
+        if (!call.id) call.id = `call_${i}`;
+      }
+      for (const call of toolCalls.takeAll()) yield { type: "tool_call", call };
+    }
+  }
+
+  *end(): Generator<ProviderEvent> {
+    // Some servers close the stream without `[DONE]`; a finish_reason is complete enough.
+    if (this.#reason === null) {
+      throw this.#context.malformed("the stream ended before a finish_reason");
+    }
+    yield { type: "stop", reason: this.#reason, usage: this.#usage };
+  }
+}
+
+/** Chat Completions as a `WireFormat`, sending the token cap as `maxTokensField`. */
+export function openAiWire(maxTokensField: MaxTokensField = "max_tokens"): WireFormat {
+  return {
+    path: "/chat/completions",
+    headers: (apiKey): Record<string, string> =>
+      apiKey === null ? {} : { authorization: `Bearer ${apiKey}` },
+    body: (request) => openAiRequestBody(request, maxTokensField),
+    decoder: (context) => new OpenAiDecoder(context),
+  };
 }
 
 /** A provider speaking the OpenAI-compatible Chat Completions API. */
-export class OpenAiProvider implements Provider {
-  readonly name: string;
-  readonly #settings: OpenAiSettings;
-
+export class OpenAiProvider extends SseProvider {
+  /** Reaches the endpoint `settings` describe. */
   constructor(settings: OpenAiSettings) {
-    this.name = settings.name;
-    this.#settings = settings;
-  }
-
-  /** Streams one response as `ProviderEvent`s. */
-  async *stream(request: ProviderRequest, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
-    const headers: Record<string, string> = {};
-    if (this.#settings.apiKey !== null) {
-      headers["authorization"] = `Bearer ${this.#settings.apiKey}`;
-    }
-    const body = openAiRequestBody(request, this.#settings.maxTokensField);
-    const response = await postForStream(
-      this.#settings,
-      "/chat/completions",
-      headers,
-      body,
-      signal,
-    );
-    yield* this.#events(response, signal);
-  }
-
-  async *#events(response: Response, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
-    const malformed = (what: string, cause?: unknown) =>
-      new ProviderError("provider.malformed", this.name, `malformed stream: ${what}`, { cause });
-    if (!response.body) throw malformed("the response has no body");
-    const calls: PartialCall[] = [];
-    let usage: Usage | null = null;
-    let reason: StopReason | null = null;
-    const finish = function* (): Generator<ProviderEvent> {
-      for (const call of calls) {
-        if (!call) continue;
-        let args: unknown;
-        try {
-          args = call.args.trim() === "" ? {} : JSON.parse(call.args);
-        } catch (error) {
-          throw malformed(`arguments of tool call "${call.name}" are not JSON`, error);
-        }
-        yield { type: "tool_call", call: { id: call.id, name: call.name, arguments: args } };
-      }
-      calls.length = 0;
-    };
-    for await (const sse of parseSse(response.body)) {
-      signal?.throwIfAborted();
-      if (sse.data.trim() === "[DONE]") {
-        if (reason === null) throw malformed("[DONE] before any finish_reason");
-        yield { type: "stop", reason, usage };
-        return;
-      }
-      let chunk: Record<string, unknown>;
-      try {
-        chunk = JSON.parse(sse.data);
-      } catch (error) {
-        throw malformed("chunk data is not JSON", error);
-      }
-      if (chunk.error !== undefined) {
-        const error = chunk.error as Record<string, unknown> | string;
-        const message = typeof error === "string" ? error : String(error?.message ?? sse.data);
-        throw new ProviderError(
-          "provider.stream",
-          this.name,
-          `the server reported an error mid-stream: ${message}`,
-        );
-      }
-      const u = chunk.usage as Record<string, number> | null | undefined;
-      if (u && typeof u === "object") {
-        usage = { inputTokens: u.prompt_tokens ?? 0, outputTokens: u.completion_tokens ?? 0 };
-      }
-      const choices = chunk.choices;
-      if (!Array.isArray(choices)) {
-        if (u) continue;
-        throw malformed("a chunk without choices");
-      }
-      const choice = choices[0] as Record<string, unknown> | undefined;
-      if (!choice) continue;
-      const delta = (choice.delta ?? {}) as Record<string, unknown>;
-      if (typeof delta.content === "string" && delta.content !== "") {
-        yield { type: "text", text: delta.content };
-      }
-      if (Array.isArray(delta.tool_calls)) {
-        for (const raw of delta.tool_calls as Array<Record<string, unknown>>) {
-          const fn = (raw.function ?? {}) as Record<string, unknown>;
-          // Some servers omit `index` and send each call whole: a new id means a new call.
-          let index = typeof raw.index === "number" ? raw.index : calls.length - 1;
-          if (typeof raw.index !== "number" && (index < 0 || (raw.id && calls[index]?.id))) {
-            index = calls.length;
-          }
-          const call = calls[index] ??= { id: "", name: "", args: "" };
-          if (typeof raw.id === "string" && raw.id) call.id = raw.id;
-          if (typeof fn.name === "string") call.name += fn.name;
-          if (typeof fn.arguments === "string") call.args += fn.arguments;
-          else if (fn.arguments && typeof fn.arguments === "object") {
-            call.args += JSON.stringify(fn.arguments);
-          }
-        }
-      }
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
-        reason = stopReason(choice.finish_reason);
-        calls.forEach((call, i) => {
-          if (!call.name) throw malformed(`tool call ${i} has no function name`);
-          if (!call.id) call.id = `call_${i}`;
-        });
-        yield* finish();
-      }
-    }
-    signal?.throwIfAborted();
-    // Some servers close the stream without `[DONE]`; a finish_reason is complete enough.
-    if (reason === null) throw malformed("the stream ended before a finish_reason");
-    yield { type: "stop", reason, usage };
+    super(settings, openAiWire(settings.maxTokensField));
   }
 }

@@ -20,8 +20,13 @@ export interface ToolCallRequest {
   id: string;
   /** The tool name. */
   name: string;
-  /** The parsed arguments (normally an object; whatever the model sent). */
+  /** The parsed arguments (normally an object; whatever the model sent); `{}` when unusable. */
   arguments: unknown;
+  /**
+   * Set when the arguments could not be used (not JSON, or over `MAX_TOOL_ARGUMENT_BYTES`):
+   * the loop answers the call with this text as a tool error and never runs it.
+   */
+  argumentsError?: string;
 }
 
 /** The result of one tool call, sent back to the model. */

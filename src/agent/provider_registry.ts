@@ -5,12 +5,12 @@
  */
 import { ANTHROPIC_DEFAULT_BASE_URL, AnthropicProvider } from "./anthropic.ts";
 import type { HttpDependencies, RetryPolicy } from "./http_retry.ts";
+import { DEFAULT_PROVIDER_TIMEOUTS, type ProviderTimeouts } from "./http_transport.ts";
 import { OpenAiProvider } from "./openai.ts";
 import type { Provider } from "./provider.ts";
 import { ProviderError } from "./provider_error.ts";
 
-/** Wire-format families: `anthropic` speaks the Messages API, the rest Chat Completions. */
-/** The wire formats a `[[providers]]` entry can name. */
+/** The wire formats a `[[providers]]` entry can name (`anthropic`: Messages; others: Chat Completions). */
 export const PROVIDER_KINDS = ["anthropic", "openai", "openai_compatible", "ollama"] as const;
 
 /** One of `PROVIDER_KINDS`. */
@@ -26,12 +26,27 @@ export function parseModelRef(model: string): { provider: string; model: string 
   return { provider: model.slice(0, slash), model: model.slice(slash + 1) };
 }
 
-/** One `[[providers]]` entry as config validated it. */
+/** One `[[providers]]` entry as config validated it (durations in milliseconds). */
 export interface ProviderEntry {
   name: string;
   kind: ProviderKind;
   base_url?: string;
   api_key_env?: string;
+  /** Longest wait for the connection (TCP and TLS); default 10 s. */
+  connect_timeout?: number;
+  /** Longest wait from connected to the response headers; default 120 s. */
+  first_byte_timeout?: number;
+  /** Longest wait between two chunks of the response stream; default 120 s. */
+  idle_timeout?: number;
+}
+
+/** The entry's timeouts, each defaulting to `DEFAULT_PROVIDER_TIMEOUTS`. */
+export function providerTimeouts(entry: ProviderEntry): ProviderTimeouts {
+  return {
+    connectMs: entry.connect_timeout ?? DEFAULT_PROVIDER_TIMEOUTS.connectMs,
+    firstByteMs: entry.first_byte_timeout ?? DEFAULT_PROVIDER_TIMEOUTS.firstByteMs,
+    idleMs: entry.idle_timeout ?? DEFAULT_PROVIDER_TIMEOUTS.idleMs,
+  };
 }
 
 /** Default base URLs per kind (`openai_compatible` has none: config requires `base_url`). */
@@ -82,7 +97,14 @@ export function createProvider(entry: ProviderEntry, options: ProviderOptions = 
       `kind "${entry.kind}" needs a base_url`,
     );
   }
-  const common = { name: entry.name, baseUrl, apiKey, retry: options.retry, http: options.http };
+  const common = {
+    name: entry.name,
+    baseUrl,
+    apiKey,
+    retry: options.retry,
+    timeouts: providerTimeouts(entry),
+    http: options.http,
+  };
   if (entry.kind === "anthropic") return new AnthropicProvider(common);
   return new OpenAiProvider({
     ...common,

@@ -99,6 +99,9 @@ export const sandboxSchema = z.strictObject({
 // Port 0 asks the kernel for a free port (coop start prints the one it got).
 const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(0|[1-9][0-9]{0,4})$/;
 
+/** A provider timeout (milliseconds): zero would fail every request, so it must be above 0. */
+const providerTimeout = duration.refine((ms) => ms > 0, "must be longer than 0");
+
 /** One `[[providers]]` entry; `type` is the older spelling of `kind` and still accepted. */
 export const providerSchema = z.strictObject({
   name: z.string().regex(
@@ -110,6 +113,9 @@ export const providerSchema = z.strictObject({
   base_url: z.url("must be a URL").optional(),
   api_key_env: envName.optional(),
   models: z.array(z.string().min(1)).optional(),
+  connect_timeout: providerTimeout.optional(),
+  first_byte_timeout: providerTimeout.optional(),
+  idle_timeout: providerTimeout.optional(),
 }).superRefine((p, ctx) => {
   if (p.kind === undefined && p.type === undefined) {
     ctx.addIssue({

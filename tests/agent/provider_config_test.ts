@@ -1,4 +1,5 @@
-import { selectModel } from "../../src/agent/provider_registry.ts";
+import { DEFAULT_PROVIDER_TIMEOUTS } from "../../src/agent/http_transport.ts";
+import { providerTimeouts, selectModel } from "../../src/agent/provider_registry.ts";
 import { ProviderError } from "../../src/agent/provider_error.ts";
 import { parseConfig } from "../../src/gateway/config.ts";
 import { checkConfig } from "../../src/gateway/config_check.ts";
@@ -77,4 +78,38 @@ Deno.test("selectModel splits at the first slash, so OpenRouter model ids keep t
     assertThrows(() => selectModel(undefined, entries), ProviderError).code,
     "provider.not_configured",
   );
+});
+
+Deno.test("[[providers]] timeouts are durations, per provider, with defaults", () => {
+  const config = parse(
+    '[[providers]]\nname = "local"\nkind = "ollama"\nconnect_timeout = "2s"\n' +
+      'first_byte_timeout = "5m"\nidle_timeout = 90\n' +
+      '[[providers]]\nname = "cloud"\nkind = "anthropic"\nidle_timeout = "1500ms"\n',
+  );
+  assertEquals(providerTimeouts(config.providers[0]), {
+    connectMs: 2000,
+    firstByteMs: 300_000,
+    idleMs: 90_000,
+  });
+  assertEquals(providerTimeouts(config.providers[1]), {
+    ...DEFAULT_PROVIDER_TIMEOUTS,
+    idleMs: 1500,
+  });
+  assertEquals(DEFAULT_PROVIDER_TIMEOUTS, {
+    connectMs: 10_000,
+    firstByteMs: 120_000,
+    idleMs: 120_000,
+  });
+  const cases: Array<[string, RegExp]> = [
+    ['connect_timeout = "0s"', /providers\[0\]\.connect_timeout: must be longer than 0/],
+    [
+      'first_byte_timeout = "soon"',
+      /providers\[0\]\.first_byte_timeout: expected a duration like "30s", "5m" or "500ms", got "soon"/,
+    ],
+    ["idle_timeout = true", /providers\[0\]\.idle_timeout: expected a duration/],
+  ];
+  for (const [line, pattern] of cases) {
+    const text = `[[providers]]\nname = "a"\nkind = "ollama"\n${line}\n`;
+    assertMatch(assertThrows(() => parse(text), ConfigError).message, pattern);
+  }
 });

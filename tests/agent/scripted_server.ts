@@ -21,6 +21,8 @@ export interface ScriptedReply {
   chunks?: string[];
   /** After the chunks, keep the stream open until the client goes away. */
   hang?: boolean;
+  /** Read the request, then never answer: not even the status line and headers. */
+  silent?: boolean;
 }
 
 /** A running scripted server. */
@@ -93,6 +95,10 @@ export async function withScriptedServer(
         body: text ? JSON.parse(text) : {},
       });
       const reply = script[requests.length - 1] ?? { status: 599, chunks: ["script exhausted"] };
+      if (reply.silent) {
+        await new Promise<void>((resolve) => pending.add(resolve));
+        return new Response(null, { status: 599 });
+      }
       const encoder = new TextEncoder();
       const chunks = [...(reply.chunks ?? [])];
       const body = new ReadableStream<Uint8Array>({
