@@ -14,7 +14,6 @@ import type { TrustLevel } from "../core/trust.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../core/workspace_path.ts";
 import type { IncomingMessage, TurnOutcome } from "../channels/turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
-import { effectiveTrust } from "./authorization.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "./config.ts";
 import type { CronTurnResult } from "./cron_scheduler.ts";
@@ -23,6 +22,7 @@ import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, SandboxExecutor } from "./sandbox_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "./session_store.ts";
 import { openStateDb } from "./state_db.ts";
+import { TurnTaint } from "./turn_taint.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -209,19 +209,15 @@ export class Gateway {
       session: request.session ?? newSessionId(),
     };
     const stored = this.sessions.history(key, HISTORY_LIMIT);
-    // Everything in the context shapes this turn: it is no more trusted than the least trusted
-    // turn that wrote any of it (a group ceiling then, another principal, a lowered user).
-    const contributors = [...new Set(stored.map((m) => m.trust))];
-    const situation = { channel, ceiling: route.ceiling, contributors };
-    const trust = effectiveTrust(principal, {
-      ...situation,
-      sandboxEnabled: this.executor.sandboxEnabled,
-    });
+    // The history and every memory the turn reads lower it (ATTACKS P14); see `TurnTaint`.
+    const taint = TurnTaint.fromHistory(principal, { channel, ceiling: route.ceiling }, stored);
+    const trust = taint.trust;
     // Every message is committed before the turn goes on (a crash of Coop loses at most the
     // one in progress); it is on disk — fsynced — before the channel acknowledges anything: the
     // reply's commit syncs all of the turn's, and `sync()` covers a turn that ends otherwise.
+    // Each carries the turn's trust when it completed, so what the turn read taints its session.
     const persist = (message: ChatMessage) =>
-      this.sessions.append(key, toSessionMessage(message, principal.name, trust), {
+      this.sessions.append(key, toSessionMessage(message, principal.name, taint.trust), {
         durable: isFinalReply(message),
       });
     const started = performance.now();
@@ -239,7 +235,7 @@ export class Gateway {
       this.config.providers,
       this.#providerOptions,
     );
-    const tools = allowedTools(this.executor, principal, situation);
+    const tools = allowedTools(this.executor, principal, taint.situation);
     const system = withTurnContext(await loadSystemPrompt(this.config.agent.workspace), {
       user: principal.name,
       trust,
@@ -256,12 +252,7 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, {
-          principal,
-          situation,
-          user,
-          cronJob: request.cronJob,
-        }),
+        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob }),
         maxIterations: this.config.agent.maxIterations,
         maxTokens: this.config.agent.maxTokens,
         signal,
@@ -274,6 +265,7 @@ export class Gateway {
         principal: principal.name,
         session: key.session,
         stopReason: result.stopReason,
+        trust: taint.trust,
         tools: result.tools,
         durationMs: Math.round(performance.now() - started),
       });
