@@ -22,6 +22,7 @@ import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, SandboxExecutor } from "./sandbox_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "./session_store.ts";
 import { openStateDb } from "./state_db.ts";
+import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { TurnTaint } from "./turn_taint.ts";
 
 const log = getLogger(["coop", "gateway"]);
@@ -76,6 +77,8 @@ export class Gateway {
   readonly config: CoopConfig;
   readonly executor: SandboxExecutor;
   readonly sessions: SessionStore;
+  /** Each person's turns running and waiting (ATTACKS R14). */
+  readonly turns = new TurnLimiter();
   readonly #db: DatabaseSync;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
@@ -172,6 +175,15 @@ export class Gateway {
     if (this.#draining) {
       return Promise.reject(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
     }
+    // One person's turns (and so sandboxes) at once are capped (ATTACKS R14); the rest wait in
+    // a bounded queue or are refused here, before anything is recorded.
+    const limit = turnLimitFor(this.config, request.route);
+    let admission: TurnAdmission | undefined;
+    try {
+      admission = limit ? this.turns.admit(request.sessionUser, limit) : undefined;
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const controller = new AbortController();
     const onAbort = () => controller.abort(request.signal?.reason);
     if (request.signal?.aborted) onAbort();
@@ -182,12 +194,16 @@ export class Gateway {
       ? undefined
       : [request.channel, request.sessionUser, request.session].join("\0");
     const previous = key === undefined ? undefined : this.#sessionTails.get(key);
-    const start = () => {
+    // The slot is taken once the session's previous turn is done: a turn waiting for its
+    // session holds a place in the queue, not a slot.
+    const start = async () => {
       controller.signal.throwIfAborted();
+      await admission?.start(controller.signal);
       return this.#turn(request, controller.signal);
     };
     const turn = (previous ? previous.then(start, start) : Promise.resolve().then(start)).finally(
       () => {
+        admission?.done();
         request.signal?.removeEventListener("abort", onAbort);
         this.#inFlight.delete(controller);
         if (key !== undefined && this.#sessionTails.get(key) === turn) {
