@@ -78,7 +78,7 @@ export class Gateway {
   readonly executor: SandboxExecutor;
   readonly sessions: SessionStore;
   /** Each person's turns running and waiting (ATTACKS R14). */
-  readonly turns = new TurnLimiter();
+  readonly #turns = new TurnLimiter();
   readonly #db: DatabaseSync;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
@@ -166,6 +166,11 @@ export class Gateway {
     await Promise.allSettled(turns.map(([, turn]) => turn));
   }
 
+  /** Each person's turns right now: running, and admitted but waiting (ATTACKS R14). */
+  turnCounts(): Record<string, { running: number; waiting: number }> {
+    return this.#turns.counts();
+  }
+
   /** Closes the state database (every message is already committed). */
   close(): void {
     if (this.#db.isOpen) this.#db.close();
@@ -180,7 +185,7 @@ export class Gateway {
     const limit = turnLimitFor(this.config, request.route);
     let admission: TurnAdmission | undefined;
     try {
-      admission = limit ? this.turns.admit(request.sessionUser, limit) : undefined;
+      admission = limit ? this.#turns.admit(request.sessionUser, limit) : undefined;
     } catch (error) {
       return Promise.reject(error);
     }

@@ -148,7 +148,7 @@ Deno.test("R14: 31 turns at once from one inner user — 4 run, 8 wait, 19 are r
         text: `job ${i}`,
         signal: controllers[i].signal,
       }));
-    const queued = () => gateway.turns.counts().dave?.waiting ?? 0;
+    const queued = () => gateway.turnCounts().dave?.waiting ?? 0;
     const refused = () => ended.filter(Boolean).length;
     // Settled: each turn refused, holding a sandbox, or admitted but not running (queued).
     await until(
@@ -212,7 +212,7 @@ Deno.test("R14: 31 turns at once from one inner user — 4 run, 8 wait, 19 are r
     // Two queued turns are cancelled by their callers: they leave the queue at once.
     controllers[11].abort(new Error("caller went away"));
     controllers[10].abort(new Error("caller went away"));
-    await until(() => gateway.turns.counts().dave?.waiting === 6, "6 queued after cancels");
+    await until(() => gateway.turnCounts().dave?.waiting === 6, "6 queued after cancels");
     await until(() => ended[10] !== undefined && ended[11] !== undefined, "the cancels to end");
     for (const r of [ended[10], ended[11]]) {
       assertMatch(String(r && !r.ok && r.error), /caller went away/);
@@ -226,7 +226,7 @@ Deno.test("R14: 31 turns at once from one inner user — 4 run, 8 wait, 19 are r
     for (const r of done) assertEquals(r.ok && r.outcome.reply, "finished");
     assertEquals(commands.started, 10, "every admitted, uncancelled turn reached its sandbox");
     assertEquals(commands.most, 4, "never more than 4 of dave's sandboxes at once");
-    assertEquals(gateway.turns.counts(), {}, "nothing left running or queued");
+    assertEquals(gateway.turnCounts(), {}, "nothing left running or queued");
   });
 });
 
@@ -237,7 +237,7 @@ Deno.test("R14: draining while turns are queued cancels them all and frees every
       6,
       (i) => gateway.handle({ channel: "http", sender: "dave", text: `job ${i}` }),
     );
-    const queued = () => gateway.turns.counts().dave?.waiting ?? 0;
+    const queued = () => gateway.turnCounts().dave?.waiting ?? 0;
     const refused = () => ended.filter(Boolean).length;
     await until(
       () => commands.running >= 2 && refused() + commands.running + queued() === 6,
@@ -250,7 +250,7 @@ Deno.test("R14: draining while turns are queued cancels them all and frees every
     assertEquals(codes.filter((c) => c === "gateway.shutdown").length, 5, codes.join());
     assertEquals(commands.running, 0, "the running sandboxes were killed");
     assertEquals([commands.started, commands.most], [2, 2], "no queued turn started");
-    assertEquals(gateway.turns.counts(), {});
+    assertEquals(gateway.turnCounts(), {});
   });
 });
 
@@ -264,7 +264,7 @@ Deno.test("R14: the owner is exempt — their turns are not capped", async () =>
     const refused = () => ended.filter(Boolean).length;
     await until(() => commands.running + refused() === 3, "every turn to run or be refused");
     assertEquals([commands.running, refused()], [3, 0], "3 host commands at once");
-    assertEquals(gateway.turns.counts(), {}, "the owner's turns are not counted");
+    assertEquals(gateway.turnCounts(), {}, "the owner's turns are not counted");
     commands.release();
     assertEquals((await all).map((r) => r.ok), [true, true, true]);
   });
