@@ -97,9 +97,10 @@ function forkBomb(): Attack {
     argv: [
       "sh",
       "-c",
-      // Counted with the shell's own glob: a `$(ls | wc)` needs forks the bomb may still be
-      // taking all of under load (then "0 processes").
-      "b() { b | b & }; b; sleep 1; set -- /proc/[0-9]*; echo procs=$#",
+      // Once the bomb runs, the script itself never forks: dash exits on a failed fork, and
+      // under load the bomb can hold every slot by then ("NaN processes"). So the sleeper and the
+      // bomb's one subshell are forked first, and the count is the shell's own glob.
+      "b() { b | b & }; sleep 1 & s=$!; (b) & wait $s; set -- /proc/[0-9]*; echo procs=$#",
       marker,
     ],
     expect: (r) => {
