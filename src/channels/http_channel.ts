@@ -7,6 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import { z } from "zod";
 import { isSessionId } from "../gateway/session_store.ts";
+import { TurnLimitError } from "../gateway/turn_limiter.ts";
 import type { TurnHandler } from "./turn_handler.ts";
 
 const log = getLogger(["coop", "channel", "http"]);
@@ -79,6 +80,17 @@ async function readBody(request: Request, limit: number): Promise<Uint8Array | u
 
 function turnFailure(error: unknown): Response {
   const code = (error as { code?: unknown }).code;
+  if (error instanceof TurnLimitError) {
+    // The caller's own cap (ATTACKS R14): safe and useful to name.
+    const { setting, concurrent, queued } = error.limit;
+    return json(429, {
+      error: {
+        code: "too_many_turns",
+        message: error.message,
+        limit: { setting, concurrent, queued },
+      },
+    });
+  }
   if (code === "gateway.shutdown") {
     return problem(503, "shutting_down", "the gateway is shutting down; try again later");
   }

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import type { ExecResult } from "../sandbox/mod.ts";
 import { CoopError, errorMessage } from "./errors.ts";
-import type { MemoryStore } from "./trust.ts";
+import type { MemoryStore, TrustLevel } from "./trust.ts";
 
 /** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
  * the limit fields are present when it ran in the sandbox. */
@@ -29,6 +29,11 @@ export interface MemoryHit {
   text: string;
   /** The principal whose turn wrote it. */
   author: string;
+  /**
+   * The effective trust of the turn that wrote it (never more trusted than its author): a turn
+   * that reads it is tainted to this trust.
+   */
+  trust: TrustLevel;
   /** Milliseconds since the epoch when it was written. */
   createdAt: number;
 }

@@ -1,12 +1,14 @@
 /**
  * Connects the agent loop to the gateway: which tools a turn offers (decided by `authorize()`)
- * and how a tool call runs (through the `SandboxExecutor`, which authorizes again).
+ * and how a tool call runs (through the `SandboxExecutor`, which authorizes again, in the
+ * turn's situation as its reads have left it).
  * @module
  */
 import type { AgentTool, ExecuteTool } from "../agent/agent_loop.ts";
 import type { ToolName } from "../core/tool_registry.ts";
 import { decide, type Principal, type Situation } from "./authorization.ts";
-import type { SandboxExecutor, ToolCall } from "./sandbox_executor.ts";
+import type { SandboxExecutor, ToolCall, ToolCallOutcome } from "./sandbox_executor.ts";
+import type { TurnTaint } from "./turn_taint.ts";
 
 function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, unknown> {
   // zod adds "$schema"; providers want a bare object schema.
@@ -34,19 +36,50 @@ export function allowedTools(
   }));
 }
 
-/** Adapts the executor to `runTurn`'s `executeTool` for one turn's principal and situation. */
-export function executorTool(
-  executor: SandboxExecutor,
-  turn: Omit<ToolCall, "tool" | "args" | "signal">,
-): ExecuteTool {
+/** One turn as its tool calls need it: the taint carries the principal and the situation. */
+export interface TurnBinding
+  extends Omit<ToolCall, "tool" | "args" | "signal" | "principal" | "situation"> {
+  /** The turn's trust as it goes; every call is authorized in its current situation. */
+  taint: TurnTaint;
+}
+
+/**
+ * Adapts the executor to `runTurn`'s `executeTool` for one turn. Each call is authorized in the
+ * turn's situation at that moment, and the memories it read join the turn's contributors
+ * before the next call (ATTACKS P14); the model is told when and why that lowered the turn.
+ */
+export function executorTool(executor: SandboxExecutor, turn: TurnBinding): ExecuteTool {
+  const { taint, ...rest } = turn;
   return async (name, args, signal) => {
-    const outcome = await executor.call({ ...turn, tool: name, args, signal });
+    const outcome = await executor.call({
+      ...rest,
+      principal: taint.principal,
+      situation: taint.situation,
+      tool: name,
+      args,
+      signal,
+    });
+    const lowered = outcome.memoryRead ? taint.read(outcome.memoryRead) : [];
     const ran = outcome.decision?.allowed === true;
+    const note = taintNote(outcome, lowered.length > 0, taint);
     return {
-      content: outcome.content,
+      content: note ? `${outcome.content}\n[${note}]` : outcome.content,
       isError: outcome.isError,
       sandboxed: ran && outcome.decision?.placement === "sandbox",
       exitCode: outcome.exitCode ?? null,
     };
   };
+}
+
+/**
+ * Tells the model why the turn's trust is lower than its user's: on the call whose read lowered
+ * it, and on every later call that memory taint refused or sent into the sandbox.
+ */
+function taintNote(outcome: ToolCallOutcome, loweredNow: boolean, taint: TurnTaint): string | null {
+  const why = taint.explain();
+  if (why === null) return null;
+  if (loweredNow) return `${why}; later tool calls in this turn are authorized at that trust`;
+  const decision = outcome.decision;
+  if (decision && (!decision.allowed || decision.placement === "sandbox")) return why;
+  return null;
 }

@@ -30,7 +30,10 @@ export interface Situation {
   channel: string;
   /** The group's trust ceiling, or null outside a group. */
   ceiling: TrustLevel | null;
-  /** Trust of every other principal whose text entered the turn (history, quotes). */
+  /**
+   * Trust of everything else that entered the turn: history, quotes, memories it read (see
+   * `TurnTaint`).
+   */
   contributors: readonly TrustLevel[];
   /** Whether `[sandbox] enabled` is true. */
   sandboxEnabled: boolean;
@@ -71,7 +74,10 @@ export interface Decision {
 }
 
 /** Returns the effective trust of a turn: the least trusted of everything that shaped it. */
-export function effectiveTrust(principal: Principal, situation: Situation): TrustLevel {
+export function effectiveTrust(
+  principal: Principal,
+  situation: Pick<Situation, "ceiling" | "contributors">,
+): TrustLevel {
   const ceiling = situation.ceiling === null ? [] : [situation.ceiling];
   return leastTrusted(principal.trust, ...ceiling, ...situation.contributors);
 }

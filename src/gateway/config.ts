@@ -23,6 +23,8 @@ export interface UserConfig {
   match: readonly string[];
   /** Sandbox settings that differ from `[sandbox]`. */
   sandbox: Partial<SandboxSettings>;
+  /** `max_concurrent_turns`: this user's own cap on turns at once, over `[agent]`'s. */
+  maxConcurrentTurns?: number;
 }
 
 /** A configured group chat and its trust ceiling. */
@@ -69,6 +71,10 @@ export interface CoopConfig {
     maxIterations: number;
     /** Cap on tokens per model response. */
     maxTokens: number;
+    /** Turns of one person that may run at once (the owner is exempt; see `turnLimitFor`). */
+    maxConcurrentTurnsPerUser: number;
+    /** Turns of one person that may wait beyond those; more are refused. */
+    maxQueuedTurnsPerUser: number;
   };
   /** `[[users]]`. */
   users: readonly UserConfig[];
@@ -135,12 +141,17 @@ export function parseConfig(
       stateDir,
       maxIterations: raw.agent.max_iterations,
       maxTokens: raw.agent.max_tokens,
+      maxConcurrentTurnsPerUser: raw.agent.max_concurrent_turns_per_user,
+      maxQueuedTurnsPerUser: raw.agent.max_queued_turns_per_user,
     },
     users: raw.users.map((u) => ({
       name: u.name,
       trust: u.trust,
       match: u.match,
       sandbox: overridesFromRaw(u.sandbox),
+      ...(u.max_concurrent_turns === undefined
+        ? {}
+        : { maxConcurrentTurns: u.max_concurrent_turns }),
     })),
     groups: raw.groups.map((g) => ({ name: g.name, match: g.match, ceiling: g.trust })),
     sandbox: {

@@ -140,6 +140,17 @@ export const providerSchema = z.strictObject({
   kind: (rest.kind ?? type) as (typeof PROVIDER_KINDS)[number],
 }));
 
+/** How many turns of one person may run at once (ATTACKS R14; docs/config.md). */
+const concurrentTurns = z.number().int("must be a whole number").min(1, "must be at least 1")
+  .max(1000, "must be at most 1000");
+
+/** `[agent]` keys of the per-person turn cap; `[[users]] max_concurrent_turns` overrides one. */
+const turnLimitShape = {
+  max_concurrent_turns_per_user: concurrentTurns.default(4),
+  max_queued_turns_per_user: z.number().int("must be a whole number").min(0, "must be at least 0")
+    .max(10000, "must be at most 10000").default(8),
+};
+
 /** The whole of `coop.toml`. */
 export const configSchema = z.strictObject({
   agent: z.strictObject({
@@ -149,12 +160,14 @@ export const configSchema = z.strictObject({
     max_tokens: z.number().int("must be a whole number").min(1).default(8192),
     workspace: z.string().min(1, "must not be empty").optional(),
     state_dir: z.string().min(1, "must not be empty").optional(),
-  }).default({ id: "coop", max_iterations: 25, max_tokens: 8192 }),
+    ...turnLimitShape,
+  }).prefault({}),
   users: z.array(z.strictObject({
     name,
     trust: z.enum(TRUST_LEVELS),
     match: z.array(matchPattern).default([]),
     sandbox: sandboxOverridesSchema.optional(),
+    max_concurrent_turns: concurrentTurns.optional(),
   })).default([]),
   groups: z.array(z.strictObject({
     name: z.string().min(1).optional(),

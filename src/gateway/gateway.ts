@@ -14,7 +14,6 @@ import type { TrustLevel } from "../core/trust.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../core/workspace_path.ts";
 import type { IncomingMessage, TurnOutcome } from "../channels/turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
-import { effectiveTrust } from "./authorization.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "./config.ts";
 import type { CronTurnResult } from "./cron_scheduler.ts";
@@ -23,6 +22,8 @@ import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, SandboxExecutor } from "./sandbox_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "./session_store.ts";
 import { openStateDb } from "./state_db.ts";
+import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
+import { TurnTaint } from "./turn_taint.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -76,6 +77,8 @@ export class Gateway {
   readonly config: CoopConfig;
   readonly executor: SandboxExecutor;
   readonly sessions: SessionStore;
+  /** Each person's turns running and waiting (ATTACKS R14). */
+  readonly #turns = new TurnLimiter();
   readonly #db: DatabaseSync;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
@@ -163,6 +166,11 @@ export class Gateway {
     await Promise.allSettled(turns.map(([, turn]) => turn));
   }
 
+  /** Each person's turns right now: running, and admitted but waiting (ATTACKS R14). */
+  turnCounts(): Record<string, { running: number; waiting: number }> {
+    return this.#turns.counts();
+  }
+
   /** Closes the state database (every message is already committed). */
   close(): void {
     if (this.#db.isOpen) this.#db.close();
@@ -171,6 +179,15 @@ export class Gateway {
   #run(request: TurnRequest): Promise<TurnOutcome> {
     if (this.#draining) {
       return Promise.reject(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
+    }
+    // One person's turns (and so sandboxes) at once are capped (ATTACKS R14); the rest wait in
+    // a bounded queue or are refused here, before anything is recorded.
+    const limit = turnLimitFor(this.config, request.route);
+    let admission: TurnAdmission | undefined;
+    try {
+      admission = limit ? this.#turns.admit(request.sessionUser, limit) : undefined;
+    } catch (error) {
+      return Promise.reject(error);
     }
     const controller = new AbortController();
     const onAbort = () => controller.abort(request.signal?.reason);
@@ -182,12 +199,16 @@ export class Gateway {
       ? undefined
       : [request.channel, request.sessionUser, request.session].join("\0");
     const previous = key === undefined ? undefined : this.#sessionTails.get(key);
-    const start = () => {
+    // The slot is taken once the session's previous turn is done: a turn waiting for its
+    // session holds a place in the queue, not a slot.
+    const start = async () => {
       controller.signal.throwIfAborted();
+      await admission?.start(controller.signal);
       return this.#turn(request, controller.signal);
     };
     const turn = (previous ? previous.then(start, start) : Promise.resolve().then(start)).finally(
       () => {
+        admission?.done();
         request.signal?.removeEventListener("abort", onAbort);
         this.#inFlight.delete(controller);
         if (key !== undefined && this.#sessionTails.get(key) === turn) {
@@ -209,19 +230,15 @@ export class Gateway {
       session: request.session ?? newSessionId(),
     };
     const stored = this.sessions.history(key, HISTORY_LIMIT);
-    // Everything in the context shapes this turn: it is no more trusted than the least trusted
-    // turn that wrote any of it (a group ceiling then, another principal, a lowered user).
-    const contributors = [...new Set(stored.map((m) => m.trust))];
-    const situation = { channel, ceiling: route.ceiling, contributors };
-    const trust = effectiveTrust(principal, {
-      ...situation,
-      sandboxEnabled: this.executor.sandboxEnabled,
-    });
+    // The history and every memory the turn reads lower it (ATTACKS P14); see `TurnTaint`.
+    const taint = TurnTaint.fromHistory(principal, { channel, ceiling: route.ceiling }, stored);
+    const trust = taint.trust;
     // Every message is committed before the turn goes on (a crash of Coop loses at most the
     // one in progress); it is on disk — fsynced — before the channel acknowledges anything: the
     // reply's commit syncs all of the turn's, and `sync()` covers a turn that ends otherwise.
+    // Each carries the turn's trust when it completed, so what the turn read taints its session.
     const persist = (message: ChatMessage) =>
-      this.sessions.append(key, toSessionMessage(message, principal.name, trust), {
+      this.sessions.append(key, toSessionMessage(message, principal.name, taint.trust), {
         durable: isFinalReply(message),
       });
     const started = performance.now();
@@ -239,7 +256,7 @@ export class Gateway {
       this.config.providers,
       this.#providerOptions,
     );
-    const tools = allowedTools(this.executor, principal, situation);
+    const tools = allowedTools(this.executor, principal, taint.situation);
     const system = withTurnContext(await loadSystemPrompt(this.config.agent.workspace), {
       user: principal.name,
       trust,
@@ -256,12 +273,7 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, {
-          principal,
-          situation,
-          user,
-          cronJob: request.cronJob,
-        }),
+        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob }),
         maxIterations: this.config.agent.maxIterations,
         maxTokens: this.config.agent.maxTokens,
         signal,
@@ -274,6 +286,7 @@ export class Gateway {
         principal: principal.name,
         session: key.session,
         stopReason: result.stopReason,
+        trust: taint.trust,
         tools: result.tools,
         durationMs: Math.round(performance.now() - started),
       });

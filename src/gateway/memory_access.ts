@@ -1,20 +1,25 @@
 /**
  * Binds the memory stores to one turn: every read and write goes through `authorize()` with the
- * turn's principal and situation, so the memory tools never decide trust themselves.
+ * turn's principal and situation, so the memory tools never decide trust themselves; every
+ * memory read is reported, so that the turn can take on the trust of what it read.
  * @module
  */
-import { type MemoryAccess, ToolError } from "../core/tool_contract.ts";
+import { type MemoryAccess, type MemoryHit, ToolError } from "../core/tool_contract.ts";
 import { MEMORY_STORES, type MemoryStore } from "../core/trust.ts";
 import { authorize, type Principal, type Situation } from "./authorization.ts";
 import type { MemoryDatabase } from "./memory_store.ts";
 
+/** Receives every memory a read returns, before its text reaches the model. */
+export type MemoryReadListener = (hits: readonly MemoryHit[]) => void;
+
 /**
  * Returns the memory as `principal` may use it in `situation`: writes only to stores
- * `authorize()` allows, searches only the stores it may read.
+ * `authorize()` allows, searches only the stores it may read, and hands every hit to `onRead`
+ * before returning it (ATTACKS P14: what a turn reads taints it, see `TurnTaint`).
  *
  * @example
  * ```ts
- * const memory = gatedMemory(memories, { name: "bob", trust: "inner" }, situation);
+ * const memory = gatedMemory(memories, { name: "bob", trust: "inner" }, situation, taint.read);
  * memory.search("birthday", 5); // searches shared and social only
  * ```
  */
@@ -22,6 +27,7 @@ export function gatedMemory(
   memories: MemoryDatabase,
   principal: Principal,
   situation: Situation,
+  onRead: MemoryReadListener,
 ): MemoryAccess {
   return {
     write(store: MemoryStore, text: string): { id: number } {
@@ -57,7 +63,9 @@ export function gatedMemory(
           "memory_search: this conversation may not read any memory store",
         );
       }
-      return { searched, hits: memories.search(query, searched, limit) };
+      const hits = memories.search(query, searched, limit);
+      if (hits.length > 0) onRead(hits);
+      return { searched, hits };
     },
   };
 }

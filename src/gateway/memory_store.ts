@@ -6,7 +6,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
 import type { MemoryHit } from "../core/tool_contract.ts";
-import { MEMORY_STORES, type MemoryStore, type TrustLevel } from "../core/trust.ts";
+import { isTrustLevel, MEMORY_STORES, type MemoryStore, type TrustLevel } from "../core/trust.ts";
 
 const log = getLogger(["coop", "memory"]);
 
@@ -45,7 +45,23 @@ interface MemoryRow {
   store: MemoryStore;
   text: string;
   author: string;
+  trust: string;
   created_at: number;
+}
+
+/**
+ * The trust a stored memory carries. A value that names no trust level (a row edited by hand,
+ * or written by a newer Coop) is read as `public`: provenance that cannot be established taints
+ * a turn as far as anything can, so reading it never leaves a turn more trusted than it should be.
+ */
+function storedTrust(row: MemoryRow): TrustLevel {
+  if (isTrustLevel(row.trust)) return row.trust;
+  log.warn("memory.unknown_trust {id}: {trust} read as public", {
+    event: "memory.unknown_trust",
+    id: row.id,
+    trust: row.trust,
+  });
+  return "public";
 }
 
 /** Memories over an open state database (`openStateDb`); synchronous and committed on return. */
@@ -93,7 +109,7 @@ export class MemoryDatabase {
     if (match === null || wanted.length === 0 || limit < 1) return [];
     const placeholders = wanted.map(() => "?").join(", ");
     const rows = this.#db.prepare(
-      `SELECT m.id, m.store, m.text, m.author, m.created_at
+      `SELECT m.id, m.store, m.text, m.author, m.trust, m.created_at
        FROM memories_fts f JOIN memories m ON m.id = f.rowid
        WHERE memories_fts MATCH ? AND m.store IN (${placeholders})
        ORDER BY bm25(memories_fts), m.id DESC
@@ -104,6 +120,7 @@ export class MemoryDatabase {
       store: r.store,
       text: r.text,
       author: r.author,
+      trust: storedTrust(r),
       createdAt: r.created_at,
     }));
   }

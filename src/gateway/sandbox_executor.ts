@@ -7,6 +7,7 @@ import { errorMessage } from "../core/errors.ts";
 import type {
   CommandResult,
   CommandRunner,
+  MemoryHit,
   Tool,
   ToolContext,
   ToolResult,
@@ -103,6 +104,11 @@ export interface ToolCallOutcome extends ToolResult {
    * `workspace.autoexec_written` for the owner (ATTACKS F23). Absent when there are none.
    */
   autoexec?: AutoexecFile[];
+  /**
+   * Every memory the call read, as the store returned it (its text went to the model). The turn
+   * takes each one's trust as a contributor (`TurnTaint.read`, ATTACKS P14). Absent when none.
+   */
+  memoryRead?: MemoryHit[];
 }
 
 /** Tools through which a non-owner writes files in their workspace. */
@@ -245,16 +251,18 @@ export class SandboxExecutor {
       };
     }
     const settings = this.settingsFor(call.user, call.cronJob);
+    const read: MemoryHit[] = [];
     const context: ToolContext = {
       // Memory tools touch no files; an empty scope keeps the contract without granting any.
       scope: { hostRoot: "/nonexistent", visibleRoot: "/nonexistent" },
-      memory: this.#memory && gatedMemory(this.#memory, call.principal, situation),
+      memory: this.#memory &&
+        gatedMemory(this.#memory, call.principal, situation, (hits) => read.push(...hits)),
       defaultTimeoutMs: settings.timeoutMs,
       maxTimeoutMs: settings.maxTimeoutMs,
       maxOutputChars: this.#maxOutputChars,
     };
     const result = await runTool(BUILTIN_TOOLS[tool], call.args, context);
-    return { ...result, decision };
+    return read.length ? { ...result, decision, memoryRead: read } : { ...result, decision };
   }
 
   #hostRunner(cwd: string): CommandRunner {

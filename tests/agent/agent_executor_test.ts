@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { runTurn } from "../../src/agent/agent_loop.ts";
 import { createProvider } from "../../src/agent/provider_registry.ts";
 import { allowedTools, executorTool } from "../../src/gateway/agent_tools.ts";
+import { TurnTaint } from "../../src/gateway/turn_taint.ts";
 import type { Principal } from "../../src/gateway/authorization.ts";
 import { parseConfig } from "../../src/gateway/config.ts";
 import { SandboxExecutor } from "../../src/gateway/sandbox_executor.ts";
@@ -81,7 +82,7 @@ for (const format of WIRE_FORMATS) {
           history: [],
           userText: "who are you?",
           tools: allowedTools(executor, bob, situation),
-          executeTool: executorTool(executor, { principal: bob, situation }),
+          executeTool: executorTool(executor, { taint: new TurnTaint(bob, situation) }),
           maxIterations: 5,
         });
         assertEquals(sandboxCalls.length, 1);
@@ -131,7 +132,7 @@ Deno.test("carol (familiar) is offered no bash, and a bash call anyway never run
         history: [],
         userText: "run id",
         tools: allowedTools(executor, carol, situation),
-        executeTool: executorTool(executor, { principal: carol, situation }),
+        executeTool: executorTool(executor, { taint: new TurnTaint(carol, situation) }),
         maxIterations: 5,
       });
       assertEquals(format.toolNames(server.requests[0].body), ["read_file"]);
@@ -161,8 +162,7 @@ Deno.test("cancelling the owner's turn kills the host command", async () => {
         userText: "wait",
         tools: allowedTools(executor, alice, { ...situation, channel: "terminal" }),
         executeTool: executorTool(executor, {
-          principal: alice,
-          situation: { ...situation, channel: "terminal" },
+          taint: new TurnTaint(alice, { ...situation, channel: "terminal" }),
         }),
         maxIterations: 5,
         signal: controller.signal,

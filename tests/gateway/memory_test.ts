@@ -88,6 +88,22 @@ Deno.test("FTS5 search ranks, stems and filters by store", () => {
   strictEqual(hit.author, "bob");
   strictEqual(hit.store, "social");
   strictEqual(hit.createdAt, Date.UTC(2025, 5, 1));
+  strictEqual(hit.trust, "full", "a hit carries the trust its writing turn had");
+  db.close();
+});
+
+Deno.test("a stored trust that names no level is read as public (fail closed)", () => {
+  const { db, memories } = memoryDb();
+  const id = memories.write({
+    store: "social",
+    text: "edited by hand",
+    author: "carol",
+    trust: "familiar",
+    channel: "http",
+  });
+  db.prepare("UPDATE memories SET trust = 'superuser' WHERE id = ?").run(id);
+  const [hit] = memories.search("hand", ["social"], 5);
+  strictEqual(hit.trust, "public");
   db.close();
 });
 
@@ -105,7 +121,10 @@ for (const [trust, searches, writes] of TABLE) {
   Deno.test(`gated memory at ${trust}: searches ${searches.join("+") || "nothing"}, writes ${writes.join("+") || "nothing"}`, () => {
     const { db, memories } = memoryDb();
     seed(memories);
-    const access = gatedMemory(memories, { name: "u", trust }, direct);
+    const reported: number[] = [];
+    const access = gatedMemory(memories, { name: "u", trust }, direct, (hits) => {
+      reported.push(...hits.map((h) => h.id));
+    });
     if (searches.length === 0) {
       let code = "";
       try {
@@ -118,6 +137,7 @@ for (const [trust, searches, writes] of TABLE) {
       const result = access.search("pancakes", 10);
       deepStrictEqual(result.searched, searches);
       deepStrictEqual(result.hits.map((h) => h.store).sort(), [...searches].sort());
+      deepStrictEqual(reported, result.hits.map((h) => h.id), "every hit is reported as read");
     }
     for (const store of MEMORY_STORES) {
       let allowed = true;
@@ -156,10 +176,8 @@ Deno.test("property: gated search never returns a memory from a store the turn's
           .map((t) => TRUST_LEVELS.indexOf(t)).reduce((a, b) => Math.max(a, b));
         const readable = TABLE[effective][1];
         try {
-          const { hits } = gatedMemory(memories, { name: "u", trust }, situation).search(
-            "pancakes",
-            10,
-          );
+          const { hits } = gatedMemory(memories, { name: "u", trust }, situation, () => {})
+            .search("pancakes", 10);
           for (const hit of hits) ok(readable.includes(hit.store), `${hit.store} leaked`);
         } catch (e) {
           strictEqual(readable.length, 0, String(e));

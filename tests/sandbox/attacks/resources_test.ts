@@ -98,7 +98,10 @@ function forkBomb(): Attack {
     argv: [
       "sh",
       "-c",
-      "b() { b | b & }; b; sleep 1; echo procs=$(ls -d /proc/[0-9]* | wc -l)",
+      // Once the bomb runs, the script itself never forks: dash exits on a failed fork, and
+      // under load the bomb can hold every slot by then ("NaN processes"). So the sleeper and the
+      // bomb's one subshell are forked first, and the count is the shell's own glob.
+      "b() { b | b & }; sleep 1 & s=$!; (b) & wait $s; set -- /proc/[0-9]*; echo procs=$#",
       marker,
     ],
     expect: (r) => {

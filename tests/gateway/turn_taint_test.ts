@@ -1,0 +1,130 @@
+/**
+ * `TurnTaint`: how a turn's contributors grow as it reads memory (ATTACKS P14), what
+ * `authorize()` then decides, and what is logged. Unit tests: no database, no provider.
+ */
+import { configure, type LogRecord, reset } from "@logtape/logtape";
+import fc from "fast-check";
+import { TRUST_LEVELS, type TrustLevel, trustRank } from "../../src/core/trust.ts";
+import { authorize, decide, type Principal } from "../../src/gateway/authorization.ts";
+import { type MemoryProvenance, TurnTaint } from "../../src/gateway/turn_taint.ts";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+
+const owner: Principal = { name: "alice", trust: "owner" };
+const where = { channel: "terminal", ceiling: null };
+
+function memory(id: number, author: string, trust: TrustLevel): MemoryProvenance {
+  return { id, store: trust === "owner" ? "private" : "social", author, trust };
+}
+
+function bash(taint: TurnTaint) {
+  return decide(taint.principal, { ...taint.situation, sandboxEnabled: true }, {
+    kind: "tool",
+    tool: "bash",
+  });
+}
+
+/** Runs `fn` with Coop's log records collected (logtape configured for this test only). */
+async function withLogs(fn: (records: LogRecord[]) => void): Promise<void> {
+  const records: LogRecord[] = [];
+  await configure({
+    sinks: { memory: (record) => records.push(record) },
+    loggers: [
+      { category: ["coop"], lowestLevel: "info", sinks: ["memory"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: [] },
+    ],
+  });
+  try {
+    fn(records);
+  } finally {
+    await reset();
+  }
+}
+
+Deno.test("taint: the history's least trusted message sets the turn's starting trust", () => {
+  const taint = TurnTaint.fromHistory(owner, where, [{ trust: "owner" }, { trust: "inner" }]);
+  assertEquals(taint.trust, "inner");
+  assertEquals(new Set(taint.situation.contributors), new Set(["owner", "inner"]));
+  assertEquals(taint.explain(), null, "history alone is not memory taint");
+});
+
+Deno.test("taint: the owner reading a familiar's memory drops to familiar — no bash at all", () => {
+  const taint = TurnTaint.fromHistory(owner, where, []);
+  assertEquals(bash(taint).rule, "tool.bash.owner_host");
+  const lowered = taint.read([memory(1, "alice", "owner"), memory(7, "carol", "familiar")]);
+  assertEquals(lowered, [memory(7, "carol", "familiar")], "only the entry that lowered it");
+  assertEquals(taint.trust, "familiar");
+  assert(taint.situation.contributors.includes("familiar"));
+  assertEquals(bash(taint).allowed, false);
+  assertEquals(bash(taint).rule, "tool.bash.needs_inner");
+  assertMatch(taint.explain()!, /trust "familiar" because it read memory #7 \(social, by carol/);
+});
+
+Deno.test("taint: an inner contact's memory sends the owner's bash into the sandbox", () => {
+  const taint = TurnTaint.fromHistory(owner, where, []);
+  taint.read([memory(3, "dave", "inner")]);
+  const decision = bash(taint);
+  assertEquals([decision.allowed, decision.placement], [true, "sandbox"]);
+  assertEquals(decision.rule, "tool.bash.sandboxed");
+});
+
+Deno.test("taint: reading the owner's own memory changes nothing", () => {
+  const taint = TurnTaint.fromHistory(owner, where, []);
+  assertEquals(taint.read([memory(1, "alice", "owner"), memory(2, "alice", "owner")]), []);
+  assertEquals(taint.trust, "owner");
+  assertEquals(bash(taint).placement, "host");
+  assertEquals(taint.explain(), null);
+});
+
+Deno.test("taint: memory writes after a familiar read follow the lowered trust (no write-up)", () => {
+  const taint = TurnTaint.fromHistory(owner, where, []);
+  taint.read([memory(7, "carol", "familiar")]);
+  const write = (store: "private" | "social") =>
+    decide(owner, { ...taint.situation, sandboxEnabled: true }, { kind: "memory_write", store })
+      .allowed;
+  assertEquals([write("private"), write("social")], [false, true]);
+});
+
+Deno.test("property: reading memories never raises a turn's trust and ends at the least trusted", () => {
+  const level = fc.constantFrom(...TRUST_LEVELS);
+  fc.assert(
+    fc.property(
+      level,
+      fc.array(level, { maxLength: 3 }),
+      fc.array(fc.array(level, { maxLength: 4 }), { maxLength: 4 }),
+      (own, history, reads) => {
+        const taint = TurnTaint.fromHistory(
+          { name: "u", trust: own },
+          where,
+          history.map((trust) => ({ trust })),
+        );
+        let previous = taint.trust;
+        for (const batch of reads) {
+          taint.read(batch.map((trust, i) => memory(i, "x", trust)));
+          assert(trustRank(taint.trust) >= trustRank(previous), "never raised");
+          previous = taint.trust;
+        }
+        const all = [own, ...history, ...reads.flat()];
+        assertEquals(trustRank(taint.trust), Math.max(...all.map(trustRank)));
+      },
+    ),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("taint: the lowering is logged, and authz.decision shows the new contributor", async () => {
+  await withLogs((records) => {
+    const taint = TurnTaint.fromHistory(owner, where, []);
+    taint.read([memory(7, "carol", "familiar")]);
+    authorize(owner, { ...taint.situation, sandboxEnabled: true }, { kind: "tool", tool: "bash" });
+    const tainted = records.find((r) => r.properties.event === "turn.tainted");
+    assert(tainted, "a turn.tainted event");
+    assertEquals(tainted.properties.from, "owner");
+    assertEquals(tainted.properties.to, "familiar");
+    assertEquals(tainted.properties.memories, [memory(7, "carol", "familiar")]);
+    const decision = records.find((r) => r.properties.event === "authz.decision");
+    assert(decision, "an authz.decision event");
+    assertEquals(decision.properties.contributors, ["familiar"]);
+    assertEquals(decision.properties.effectiveTrust, "familiar");
+    assertEquals(decision.properties.allowed, false);
+  });
+});
