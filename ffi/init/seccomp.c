@@ -4,7 +4,8 @@
  * choice and every group): the calls that reach kernel state the namespaces don't isolate,
  * that would undo the other layers (new namespaces, mounts, chroot), that touch other
  * processes, or that are mostly attack surface (bpf, perf, userfaultfd, io_uring); and every
- * mode with a set-id bit, which would plant a set-id file on the host. Calls newer
+ * mode with a set-id bit, which would plant a set-id file on the host; and memfds where the
+ * memory limit is only each address space (the rlimit path). Calls newer
  * than the review get ENOSYS; everything else is allowed, and the kernel's seccomp cache then
  * skips the filter for every syscall whose verdict doesn't depend on arguments.
  *
@@ -36,6 +37,9 @@
 #endif
 #ifndef __NR_fchmodat2
 #define __NR_fchmodat2 452
+#endif
+#ifndef __NR_memfd_secret
+#define __NR_memfd_secret 447
 #endif
 #ifndef __NR_lsm_set_self_attr
 #define __NR_lsm_set_self_attr 460
@@ -317,12 +321,23 @@ static const struct coop_rule setid_rules[] = {
 };
 
 #define COOP_COUNT(a) (sizeof(a) / sizeof(a)[0])
-#define COOP_MAX_RULES (COOP_COUNT(denied) + COOP_COUNT(setid_rules) + 5)
+/* On the rlimit path the memory limit is each process's address space (RLIMIT_AS), and a
+ * memfd's pages belong to none: written with write() or mapped a piece at a time, one memfd
+ * holds up to RLIMIT_FSIZE, and the number of them is bounded only by open files across
+ * processes (ATTACKS R13; a cgroup counts them, so the other paths allow them). ENOSYS is what
+ * kernels before 3.17 (memfd_create) or without secretmem (memfd_secret) answer, and callers
+ * fall back to shm_open or a temporary file: /dev/shm and /tmp, tmpfs with a size. */
+static const struct coop_rule memfd_rules[] = {
+    {__NR_memfd_create, RULE_DENY, ENOSYS, 0},
+    {__NR_memfd_secret, RULE_DENY, ENOSYS, 0},
+};
+
+#define COOP_MAX_RULES (COOP_COUNT(denied) + COOP_COUNT(setid_rules) + COOP_COUNT(memfd_rules) + 5)
 #define COOP_LEAF_RULES 4
 
 /* Every rule, sorted by syscall number. Fails closed on a number listed twice: the search
  * below would find only one of its rules. */
-static unsigned collect_rules(struct coop_rule *rules) {
+static unsigned collect_rules(const struct coop_spec *spec, struct coop_rule *rules) {
   unsigned n = 0;
   rules[n++] = (struct coop_rule){__NR_clone, RULE_CLONE, 0, 0};
   rules[n++] = (struct coop_rule){__NR_ioctl, RULE_IOCTL, 0, 0};
@@ -331,6 +346,9 @@ static unsigned collect_rules(struct coop_rule *rules) {
   rules[n++] = (struct coop_rule){__NR_personality, RULE_PERSONALITY, 0, 0};
   for (unsigned i = 0; i < COOP_COUNT(setid_rules); i++)
     rules[n++] = setid_rules[i];
+  if (coop_address_space_limit(spec))
+    for (unsigned i = 0; i < COOP_COUNT(memfd_rules); i++)
+      rules[n++] = memfd_rules[i];
   for (unsigned i = 0; i < COOP_COUNT(denied); i++)
     rules[n++] = (struct coop_rule){denied[i].nr, RULE_DENY, denied[i].err, 0};
   for (unsigned i = 1; i < n; i++) /* insertion sort: ~80 entries, once per sandbox */
@@ -363,7 +381,7 @@ static void emit_search(const struct coop_rule *rules, unsigned n) {
   emit_search(rules + mid, n - mid);
 }
 
-int coop_install_seccomp(void) {
+int coop_install_seccomp(const struct coop_spec *spec) {
   /* Syscall numbers mean different calls under another ABI (i386 via int 0x80, arm32
    * compat): a filter written for the native table would be bypassed. Kill first. */
   STMT(BPF_LD | BPF_W | BPF_ABS, ARCH_OFF);
@@ -382,7 +400,7 @@ int coop_install_seccomp(void) {
   STMT(BPF_RET | BPF_K, DENY(ENOSYS));
 
   struct coop_rule rules[COOP_MAX_RULES];
-  emit_search(rules, collect_rules(rules));
+  emit_search(rules, collect_rules(spec, rules));
 
   struct sock_fprog fprog = {len, prog};
   /* The init is single-threaded (the command is forked after this), so TSYNC has nothing to
