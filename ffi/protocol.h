@@ -67,6 +67,7 @@ struct coop_record {
 #define COOP_STEP_PROTECT_PATHS 32 /* workspace paths the owner's tools trust, made read-only */
 #define COOP_STEP_NETWORK_MODE 33 /* the spec's network mode matches the init's namespace */
 #define COOP_STEP_MASK_PROC 34 /* procfs entries about the host hidden behind empty ones */
+#define COOP_STEP_IPC_LIMITS 35 /* rlimit path: the IPC namespace's memory bounded (R13) */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"

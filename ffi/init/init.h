@@ -92,7 +92,13 @@ int coop_apply_landlock(const struct coop_spec *spec);
  * inherits. */
 void coop_apply_rlimits(const struct coop_spec *spec);
 
+/* ipc_limits.c: the spec's RLIMIT_AS (the memory limit on the rlimit path), or 0. */
+unsigned long coop_address_space_limit(const struct coop_spec *spec);
+/* ipc_limits.c: bounds the memory the sandbox's IPC namespace can hold outside any address
+ * space (SysV shm, messages, semaphores; POSIX queues) to about `limit`. */
+void coop_bound_ipc_memory(unsigned long limit, unsigned long page_size);
+
 /* seccomp.c: installs the filter (last, needs no_new_privs); returns 1. */
-int coop_install_seccomp(void);
+int coop_install_seccomp(const struct coop_spec *spec);
 
 #endif

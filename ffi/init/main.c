@@ -3,6 +3,7 @@
 #include "init.h"
 #include "../layers.h"
 
+#include <linux/auxvec.h>
 #include <linux/errno.h>
 #include <linux/fcntl.h>
 #include <linux/prctl.h>
@@ -106,6 +107,16 @@ __attribute__((noreturn)) static void supervise(long command) {
   }
 }
 
+/* The page size from the auxiliary vector, which follows argc, argv and envp on the initial
+ * stack (sysconf without libc). */
+static unsigned long page_size(const long *stack) {
+  const long *p = stack + 1 + stack[0] + 1;
+  while (*p) p++;
+  for (p++; p[0] != AT_NULL; p += 2)
+    if (p[0] == AT_PAGESZ) return (unsigned long)p[1];
+  return 4096;
+}
+
 /* argv[1] is "net" when the trampoline cloned the init into a new network namespace. */
 void coop_init_main(const long *stack) {
   const char *const *argv = (const char *const *)(stack + 1);
@@ -148,6 +159,13 @@ void coop_init_main(const long *stack) {
    * network run in one that shares the host's. */
   if (coop_streq(spec.net, "host") == new_net) coop_fail(COOP_STEP_NETWORK_MODE, EINVAL);
 
+  /* A memory limit on each address space (the rlimit path) must also bound what the IPC
+   * namespace holds outside them. Before the new root: through the host's /proc, since the
+   * sandbox's /proc/sys will be read-only (ipc_limits.c). */
+  coop_step(&spec, COOP_STEP_IPC_LIMITS);
+  unsigned long address_space = coop_address_space_limit(&spec);
+  if (address_space) coop_bound_ipc_memory(address_space, page_size(stack));
+
   coop_build_root(&spec);
 
   coop_step(&spec, COOP_STEP_HOSTNAME);
@@ -176,7 +194,7 @@ void coop_init_main(const long *stack) {
 #endif
   coop_step(&spec, COOP_STEP_SECCOMP);
 #ifndef COOP_DISABLE_SECCOMP
-  int seccomp_on = coop_install_seccomp();
+  int seccomp_on = coop_install_seccomp(&spec);
 #else
   int seccomp_on = 0;
 #endif

@@ -3,7 +3,9 @@
  * A denylist that is complete for the sandbox's threat model (docs/security.md explains the
  * choice and every group): the calls that reach kernel state the namespaces don't isolate,
  * that would undo the other layers (new namespaces, mounts, chroot), that touch other
- * processes, or that are mostly attack surface (bpf, perf, userfaultfd, io_uring). Calls newer
+ * processes, or that are mostly attack surface (bpf, perf, userfaultfd, io_uring); and every
+ * mode with a set-id bit, which would plant a set-id file on the host; and memfds where the
+ * memory limit is only each address space (the rlimit path). Calls newer
  * than the review get ENOSYS; everything else is allowed, and the kernel's seccomp cache then
  * skips the filter for every syscall whose verdict doesn't depend on arguments.
  *
@@ -14,6 +16,7 @@
 #include <asm/ioctls.h>
 #include <linux/audit.h>
 #include <linux/errno.h>
+#include <linux/fcntl.h>
 #include <linux/filter.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
@@ -28,6 +31,15 @@
  * on every architecture, so these hold for x86_64 and aarch64 alike. */
 #ifndef __NR_quotactl_fd
 #define __NR_quotactl_fd 443
+#endif
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#ifndef __NR_memfd_secret
+#define __NR_memfd_secret 447
 #endif
 #ifndef __NR_lsm_set_self_attr
 #define __NR_lsm_set_self_attr 460
@@ -46,6 +58,12 @@
 #define COOP_AF_INET 2
 #define COOP_AF_INET6 10
 #define COOP_AF_NETLINK 16
+
+/* S_ISUID | S_ISGID. The kernel reads a mode as umode_t (16 bits) and keeps these bits of it,
+ * so testing them in the low word is exactly the kernel's view of the mode. */
+#define COOP_SETID_BITS 06000
+/* The open flags under which the kernel uses the mode argument at all (its WILL_CREATE). */
+#define COOP_OPEN_CREATES (O_CREAT | __O_TMPFILE)
 
 #define COOP_CLONE_NEW_MASK                                                          \
   (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |     \
@@ -75,6 +93,11 @@ static const struct coop_denial denied[] = {
     {__NR_unshare, EPERM},
     {__NR_setns, EPERM},
     {__NR_clone3, ENOSYS},
+    /* openat2 carries its mode in a struct open_how in memory, out of seccomp's reach, so the
+     * set-id rule below could not see it (nor could a rule on its flags). ENOSYS is what a
+     * pre-5.6 kernel answers: libc does not use openat2 for open(), and the programs that do
+     * (path-safe resolvers) fall back to openat, whose flags and mode are checked. */
+    {__NR_openat2, ENOSYS},
     /* Mounts and the root. */
     {__NR_mount, EPERM},
     {__NR_umount2, EPERM},
@@ -166,7 +189,7 @@ static const struct coop_denial denied[] = {
     {__NR_name_to_handle_at, EPERM},
 };
 
-static struct sock_filter prog[256];
+static struct sock_filter prog[512]; /* ~280 used on x86_64; the kernel takes 4096 */
 static unsigned short len;
 
 static void emit(struct sock_filter insn) {
@@ -207,15 +230,37 @@ static void deny_flags(int call, int arg, __u32 mask) {
   STMT(BPF_RET | BPF_K, DENY(EPERM));
 }
 
+/* open(2)/openat(2): if (nr == call && low32(flags) & COOP_OPEN_CREATES) the mode (the next
+ * argument) is judged like deny_flags(); without those flags the kernel ignores the mode. */
+static void deny_creating_mode(int call, int flags_arg, __u32 mask) {
+  JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)call, 0, 6);
+  STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(flags_arg));
+  JUMP(BPF_JMP | BPF_JSET | BPF_K, COOP_OPEN_CREATES, 0, 2);
+  STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(flags_arg + 1));
+  JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 1, 0);
+  STMT(BPF_RET | BPF_K, ALLOW);
+  STMT(BPF_RET | BPF_K, DENY(EPERM));
+}
+
 /* The calls whose verdict depends on an argument. */
-enum { RULE_DENY, RULE_CLONE, RULE_IOCTL, RULE_SOCKET, RULE_PERSONALITY };
+enum {
+  RULE_DENY,
+  RULE_CLONE,
+  RULE_IOCTL,
+  RULE_SOCKET,
+  RULE_PERSONALITY,
+  RULE_SETID_MODE,
+  RULE_SETID_OPEN
+};
 
 /* One call the filter does not simply allow: its number, how it is judged, the errno of a
- * RULE_DENY. */
+ * RULE_DENY, the argument a RULE_SETID_* reads (the mode; for RULE_SETID_OPEN the flags, with
+ * the mode after them). */
 struct coop_rule {
   int nr;
   int kind;
   int err;
+  int arg;
 };
 
 static void emit_rule(const struct coop_rule *rule) {
@@ -236,27 +281,77 @@ static void emit_rule(const struct coop_rule *rule) {
    * only the default persona and the query are allowed. */
   static const __u32 personas[] = {0 /* PER_LINUX */, 0xffffffffU /* query */};
   if (rule->kind == RULE_PERSONALITY) allow_only(rule->nr, 0, personas, 2);
+  /* No set-id bit, ever: the workspace is mounted nosuid inside, but its files are host files.
+   * As root it is an idmapped mount whose files belong to host root, so a set-uid copy of a
+   * shell made here would be a root shell for any local user of the host; unprivileged, it
+   * would hand out the invoker's uid. Every call that sets a mode is checked: the chmod
+   * family, and the calls that create a file, directory or node with a mode. */
+  if (rule->kind == RULE_SETID_MODE) deny_flags(rule->nr, rule->arg, COOP_SETID_BITS);
+  if (rule->kind == RULE_SETID_OPEN) deny_creating_mode(rule->nr, rule->arg, COOP_SETID_BITS);
   if (rule->kind == RULE_DENY) {
     JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)rule->nr, 0, 1);
     STMT(BPF_RET | BPF_K, DENY(rule->err));
   }
 }
 
-#define COOP_MAX_RULES (sizeof denied / sizeof denied[0] + 5)
+/* The calls that set a mode, with the argument that holds it (RULE_SETID_OPEN: the flags,
+ * the mode after them). aarch64 has only the *at forms. */
+static const struct coop_rule setid_rules[] = {
+#ifdef __NR_chmod
+    {__NR_chmod, RULE_SETID_MODE, 0, 1},
+#endif
+    {__NR_fchmod, RULE_SETID_MODE, 0, 1},
+    {__NR_fchmodat, RULE_SETID_MODE, 0, 2},
+    {__NR_fchmodat2, RULE_SETID_MODE, 0, 2},
+#ifdef __NR_creat
+    {__NR_creat, RULE_SETID_MODE, 0, 1},
+#endif
+#ifdef __NR_mkdir
+    {__NR_mkdir, RULE_SETID_MODE, 0, 1},
+#endif
+    {__NR_mkdirat, RULE_SETID_MODE, 0, 2},
+#ifdef __NR_mknod
+    {__NR_mknod, RULE_SETID_MODE, 0, 1},
+#endif
+    {__NR_mknodat, RULE_SETID_MODE, 0, 2},
+#ifdef __NR_open
+    {__NR_open, RULE_SETID_OPEN, 0, 1},
+#endif
+    {__NR_openat, RULE_SETID_OPEN, 0, 2},
+};
+
+#define COOP_COUNT(a) (sizeof(a) / sizeof(a)[0])
+/* On the rlimit path the memory limit is each process's address space (RLIMIT_AS), and a
+ * memfd's pages belong to none: written with write() or mapped a piece at a time, one memfd
+ * holds up to RLIMIT_FSIZE, and the number of them is bounded only by open files across
+ * processes (ATTACKS R13; a cgroup counts them, so the other paths allow them). ENOSYS is what
+ * kernels before 3.17 (memfd_create) or without secretmem (memfd_secret) answer, and callers
+ * fall back to shm_open or a temporary file: /dev/shm and /tmp, tmpfs with a size. */
+static const struct coop_rule memfd_rules[] = {
+    {__NR_memfd_create, RULE_DENY, ENOSYS, 0},
+    {__NR_memfd_secret, RULE_DENY, ENOSYS, 0},
+};
+
+#define COOP_MAX_RULES (COOP_COUNT(denied) + COOP_COUNT(setid_rules) + COOP_COUNT(memfd_rules) + 5)
 #define COOP_LEAF_RULES 4
 
 /* Every rule, sorted by syscall number. Fails closed on a number listed twice: the search
  * below would find only one of its rules. */
-static unsigned collect_rules(struct coop_rule *rules) {
+static unsigned collect_rules(const struct coop_spec *spec, struct coop_rule *rules) {
   unsigned n = 0;
-  rules[n++] = (struct coop_rule){__NR_clone, RULE_CLONE, 0};
-  rules[n++] = (struct coop_rule){__NR_ioctl, RULE_IOCTL, 0};
-  rules[n++] = (struct coop_rule){__NR_socket, RULE_SOCKET, 0};
-  rules[n++] = (struct coop_rule){__NR_socketpair, RULE_SOCKET, 0};
-  rules[n++] = (struct coop_rule){__NR_personality, RULE_PERSONALITY, 0};
-  for (unsigned i = 0; i < sizeof denied / sizeof denied[0]; i++)
-    rules[n++] = (struct coop_rule){denied[i].nr, RULE_DENY, denied[i].err};
-  for (unsigned i = 1; i < n; i++) /* insertion sort: ~70 entries, once per sandbox */
+  rules[n++] = (struct coop_rule){__NR_clone, RULE_CLONE, 0, 0};
+  rules[n++] = (struct coop_rule){__NR_ioctl, RULE_IOCTL, 0, 0};
+  rules[n++] = (struct coop_rule){__NR_socket, RULE_SOCKET, 0, 0};
+  rules[n++] = (struct coop_rule){__NR_socketpair, RULE_SOCKET, 0, 0};
+  rules[n++] = (struct coop_rule){__NR_personality, RULE_PERSONALITY, 0, 0};
+  for (unsigned i = 0; i < COOP_COUNT(setid_rules); i++)
+    rules[n++] = setid_rules[i];
+  if (coop_address_space_limit(spec))
+    for (unsigned i = 0; i < COOP_COUNT(memfd_rules); i++)
+      rules[n++] = memfd_rules[i];
+  for (unsigned i = 0; i < COOP_COUNT(denied); i++)
+    rules[n++] = (struct coop_rule){denied[i].nr, RULE_DENY, denied[i].err, 0};
+  for (unsigned i = 1; i < n; i++) /* insertion sort: ~80 entries, once per sandbox */
     for (unsigned j = i; j > 0 && rules[j - 1].nr > rules[j].nr; j--) {
       struct coop_rule t = rules[j];
       rules[j] = rules[j - 1], rules[j - 1] = t;
@@ -286,7 +381,7 @@ static void emit_search(const struct coop_rule *rules, unsigned n) {
   emit_search(rules + mid, n - mid);
 }
 
-int coop_install_seccomp(void) {
+int coop_install_seccomp(const struct coop_spec *spec) {
   /* Syscall numbers mean different calls under another ABI (i386 via int 0x80, arm32
    * compat): a filter written for the native table would be bypassed. Kill first. */
   STMT(BPF_LD | BPF_W | BPF_ABS, ARCH_OFF);
@@ -305,7 +400,7 @@ int coop_install_seccomp(void) {
   STMT(BPF_RET | BPF_K, DENY(ENOSYS));
 
   struct coop_rule rules[COOP_MAX_RULES];
-  emit_search(rules, collect_rules(rules));
+  emit_search(rules, collect_rules(spec, rules));
 
   struct sock_fprog fprog = {len, prog};
   /* The init is single-threaded (the command is forked after this), so TSYNC has nothing to

@@ -112,6 +112,9 @@ export function planLimits(policy: SandboxPolicy, host: CgroupHost): LimitPlan {
   }
   const applied: AppliedLimits = { path: "rlimit", ...base, reason };
   if (policy.memoryBytes !== undefined) {
+    // RLIMIT_AS in the spec is also what tells the init that the limit counts only address
+    // spaces: it then bounds the IPC namespace's memory to it and seccomp refuses memfds
+    // (ffi/init/ipc_limits.c, ATTACKS R13). The cgroup paths must therefore not set it.
     rlimits.push([RLIMIT.AS, policy.memoryBytes]);
     applied.memory = { bytes: policy.memoryBytes, enforcedBy: "RLIMIT_AS" };
   }

@@ -40,6 +40,7 @@ export const STEPS = {
   32: "protect-paths",
   33: "network-mode",
   34: "mask-proc",
+  35: "ipc-limits",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -51,6 +52,7 @@ export type StepName = (typeof STEPS)[keyof typeof STEPS];
  * any other step is refused — a forced failure that never happens would test nothing.
  */
 export const INJECTABLE_STEPS: readonly StepName[] = [
+  "ipc-limits",
   "mount-private",
   "mount-root",
   "pivot-root",

@@ -47,6 +47,9 @@ export async function lastSelfTest(): Promise<SelfTestResult | undefined> {
   }
 }
 
+/** The workspace file the set-id canary tries to make set-uid (ATTACKS F26). */
+const SETID_FILE = "coop-selftest-setid";
+
 // $1 home canary, $2 state canary, $3 host port, $4 host pid.
 const ATTACK = `
 for f in "$1" "$2"; do cat "$f" 2>/dev/null; done
@@ -55,6 +58,8 @@ if bash -c "exec 3<>/dev/tcp/127.0.0.1/$3" 2>/dev/null; then echo "ESCAPE-LISTEN
 if kill -9 "$4" 2>/dev/null; then echo "ESCAPE-KILL"; fi
 [ -e "/proc/$4" ] && echo "ESCAPE-PROC"
 if touch "$(dirname "$1")/coop-selftest-write" 2>/dev/null; then echo "ESCAPE-WRITE"; fi
+printf '#!/bin/sh\n' > /work/${SETID_FILE}
+if chmod 4755 /work/${SETID_FILE} 2>/dev/null; then echo "ESCAPE-SETID"; fi
 if unshare -U true 2>/dev/null; then echo "ESCAPE-USERNS"; fi
 grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status
 sleep 5 & child=$!
@@ -62,6 +67,15 @@ until [ "$(cat /proc/$child/comm 2>/dev/null)" = sleep ]; do :; done
 echo "FDS=$(ls /proc/$child/fd | paste -sd, -)"
 kill $child
 `;
+
+/** The set-id bits of a host file (0 when none), or undefined when it does not exist. */
+function setIdBits(path: string): number | undefined {
+  try {
+    return (Deno.lstatSync(path).mode ?? 0) & 0o6000;
+  } catch {
+    return undefined;
+  }
+}
 
 function token(): string {
   return `coop-canary-${crypto.randomUUID()}`;
@@ -159,6 +173,15 @@ export async function selfTest(): Promise<SelfTestResult> {
       "nothing can be written outside the workspace",
       !out.includes("ESCAPE-WRITE"),
       "touch next to the home canary",
+    );
+    const setIdMode = setIdBits(`${workspace}/${SETID_FILE}`);
+    add(
+      "setid",
+      "no set-id file can be planted on the host",
+      !out.includes("ESCAPE-SETID") && setIdMode === 0,
+      setIdMode === undefined
+        ? "chmod 4755 in the workspace: the file was not made"
+        : `chmod 4755 in the workspace: host mode ${setIdMode ? "has" : "has no"} set-id bit`,
     );
     add("userns", "no new user namespace (seccomp)", !out.includes("ESCAPE-USERNS"), "unshare -U");
     const fds = /^FDS=(.*)$/m.exec(out)?.[1] ?? "?";

@@ -29,6 +29,13 @@ function hintFor(step: string, errno: number): string | undefined {
     return "the workspace is a symlink, or became one while the sandbox was being set up; " +
       "Coop never follows it (configure the directory it points to)";
   }
+  if (step === "ipc-limits" && errno !== ERRNO.ECANCELED) {
+    return "the memory limit applies per process here (no cgroup: the rlimit path), and the " +
+      "sandbox's IPC namespace could not be bounded through /proc/sys/kernel (read-only " +
+      "/proc/sys in a container, or a kernel that lets only the host's root write IPC " +
+      "sysctls); the command did not run (fail closed). Run the gateway as root on a host " +
+      "with cgroups, or drop the memory limit";
+  }
   if (step === "mount-proc") {
     return "procfs cannot be mounted here (a container that masks /proc?); run Coop on the host";
   }

@@ -58,6 +58,7 @@ for (
     "hostname",
     "drop-capabilities",
     "fork",
+    "ipc-limits",
   ] as const
 ) {
   sandboxTest(`a failure forced at ${step} is reported naming that step`, async () => {

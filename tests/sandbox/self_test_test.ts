@@ -34,6 +34,10 @@ sandboxTest("coop sandbox test plants canaries, attacks them, passes, and cleans
   assertEquals(r.code, 0, r.stdout + r.stderr);
   assertMatch(r.stdout, /✓ a file in your home is unreadable/);
   assertMatch(r.stdout, /✓ a host process can be neither seen nor killed — still running/);
+  assertMatch(
+    r.stdout,
+    /✓ no set-id file can be planted on the host — chmod 4755 in the workspace: host mode has no set-id bit/,
+  );
   assertMatch(r.stdout, /sandbox self-test passed\n$/);
   assertNotIncludes(r.stdout, "ESCAPE");
   // Only the state directory remains (it holds the stored result); no canary is left behind.
@@ -70,6 +74,9 @@ sandboxTest(
     const failed = result.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { id: string }) =>
       c.id
     );
-    assertEquals(failed, ["userns", "privileges"]);
+    // Without the filter nothing refuses chmod 4755: the canary file is set-uid on the host.
+    assertEquals(failed, ["setid", "userns", "privileges"]);
+    const setid = result.checks.find((c: { id: string }) => c.id === "setid");
+    assertMatch(setid.detail, /host mode has set-id bit/);
   },
 );
