@@ -71,7 +71,7 @@ export interface ExecutorDependencies {
 export async function selfTestGate(): Promise<string | null> {
   const result = await selfTest();
   if (result.passed) return null;
-  const escapes = result.checks.filter((c) => !c.ok).map((c) => c.name);
+  const escapes = result.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
   return `the sandbox self-test failed (${result.error ?? escapes.join("; ")}); ` +
     "run `coop sandbox test` for details";
 }
