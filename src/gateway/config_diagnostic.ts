@@ -4,7 +4,7 @@
  */
 import type { z } from "zod";
 import { CoopError } from "../core/errors.ts";
-import { showValue } from "./config_schema.ts";
+import { showValue } from "./config_units.ts";
 
 /** One problem found in a config file. */
 export interface ConfigDiagnostic {

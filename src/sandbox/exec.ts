@@ -115,7 +115,7 @@ export async function exec(
   argv: readonly string[],
   options: ExecOptions = {},
 ): Promise<ExecResult> {
-  const timeoutMs = positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const limit = positive("maxOutputBytes", options.maxOutputBytes, DEFAULT_MAX_OUTPUT_BYTES);
   options.signal?.throwIfAborted();
   const started = performance.now();

@@ -11,7 +11,8 @@ import net from "node:net";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
-import { SandboxSetupError } from "./errors.ts";
+import { timeoutProblem } from "./duration.ts";
+import { SandboxPolicyError, SandboxSetupError } from "./errors.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
@@ -178,6 +179,9 @@ export async function spawnSandboxed(
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
   const policy = resolvePolicy(policyInput);
+  // A timer past its ceiling fires at once: the command would be killed before it ran.
+  const badTimeout = options.timeoutMs === undefined ? null : timeoutProblem(options.timeoutMs);
+  if (badTimeout) throw new SandboxPolicyError(`timeoutMs ${badTimeout}`);
   const workspace = canonicalWorkspace(policy.workspace);
   return await spawnWorkspaceAsGiven({ ...policy, workspace }, argv, options);
 }

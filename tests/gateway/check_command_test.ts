@@ -80,6 +80,37 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ["pids_limit zero", BASE + "[sandbox]\npids_limit = 0\n", /sandbox\.pids_limit: must be > 0/],
   ["bad timeout", BASE + '[sandbox]\ntimeout = "soon"\n', /sandbox\.timeout: expected a duration/],
   [
+    "zero timeout: every command would be killed before it ran",
+    BASE + '[sandbox]\ntimeout = "0s"\n',
+    /sandbox\.timeout: must be from 1ms to 2147483647ms \(.*\), got "0s"/,
+  ],
+  [
+    "a timeout past the timer's 2^31 ms ceiling (it would fire after about 1 ms)",
+    BASE + '[sandbox]\nmax_timeout = "600h"\n',
+    /sandbox\.max_timeout: must be from 1ms to 2147483647ms \(.*24\.8 days\), got "600h"/,
+  ],
+  [
+    "a user's timeout as a bare number of seconds past the ceiling",
+    BASE + "[users.sandbox]\ntimeout = 2147484\n",
+    /users\[0\]\.sandbox\.timeout: must be from 1ms to 2147483647ms .*got 2147484/,
+  ],
+  [
+    "memory too small to start a shell",
+    BASE + '[sandbox]\nmemory = "4M"\n',
+    /sandbox\.memory: must be from 16M to 1024T \(less cannot start a shell\), got "4M"/,
+  ],
+  [
+    "tmp_size 0 (tmpfs would read it as no limit)",
+    BASE + '[sandbox]\ntmp_size = "0"\n',
+    /sandbox\.tmp_size: must be from 1M to 64G \(0 would mean no limit at all\), got "0"/,
+  ],
+  [
+    "a cron job's tmp_size too small",
+    BASE +
+    '[[cron]]\nname = "n"\nschedule = "@daily"\nuser = "alice"\nmessage = "hi"\n[cron.sandbox]\ntmp_size = "64k"\n',
+    /cron\[0\]\.sandbox\.tmp_size: must be from 1M to 64G/,
+  ],
+  [
     "bad network mode",
     BASE + '[sandbox]\nnetwork = "wifi"\n',
     /sandbox\.network: expected one of "none", "host", "proxy"/,
