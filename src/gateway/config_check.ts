@@ -3,7 +3,7 @@
  * @module
  */
 import { parseModelRef } from "../agent/provider_registry.ts";
-import { relative } from "node:path";
+import { isInside } from "../sandbox/path_containment.ts";
 import { PUBLIC_NAME, TERMINAL_OWNER_NAME } from "./router.ts";
 import { channelSecrets } from "./channel_secrets.ts";
 import type { CoopConfig } from "./config.ts";
@@ -18,11 +18,6 @@ function error(code: string, path: string, message: string): ConfigDiagnostic {
 
 function warning(code: string, path: string, message: string): ConfigDiagnostic {
   return { severity: "warning", code, path, message };
-}
-
-function isInside(path: string, dir: string): boolean {
-  const rel = relative(dir, path);
-  return rel === "" || (!rel.startsWith("..") && !rel.startsWith("/"));
 }
 
 /** Names of the router's default principals; a user by that name would share their sessions. */

@@ -137,6 +137,12 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
     /users\[0\]\.match\[0\]: "http:\*" would give every sender/,
   ],
   ["TOML syntax error", BASE + "[[users]\n", /line \d+, column \d+: TOML syntax error/],
+  [
+    "the state directory is a child named ..cache of a sandboxed user's workspace",
+    BASE.replace("[agent]", '[agent]\nstate_dir = "ws/bob/..cache"') +
+    '[[users]]\nname = "bob"\ntrust = "inner"\n',
+    /agent\.state_dir: .*\/ws\/bob\/\.\.cache overlaps the sandbox-visible directory .*\/ws\/bob/,
+  ],
 ];
 
 const availableProbe = (): Promise<SandboxProbeResult> =>
