@@ -2,6 +2,7 @@
  * Runs the owner's `bash` on the host with `sh -c`: same result shape as the sandbox.
  * @module
  */
+import { Buffer } from "node:buffer";
 import type { CommandResult } from "../core/tool_contract.ts";
 
 /** Options for one host command. */
@@ -39,13 +40,7 @@ async function collect(
     chunks.push(chunk.subarray(0, room));
     size += Math.min(chunk.length, room);
   }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return { text: new TextDecoder().decode(all), truncated };
+  return { text: new TextDecoder().decode(Buffer.concat(chunks, size)), truncated };
 }
 
 /** `setsid`, when the host has it: the command then leads its own process group. */
