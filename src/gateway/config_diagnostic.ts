@@ -18,6 +18,16 @@ export interface ConfigDiagnostic {
   message: string;
 }
 
+/** An error-level diagnostic: the config must not be used as it is. */
+export function configError(code: string, path: string, message: string): ConfigDiagnostic {
+  return { severity: "error", code, path, message };
+}
+
+/** A warning-level diagnostic: worth a look, Coop still starts. */
+export function configWarning(code: string, path: string, message: string): ConfigDiagnostic {
+  return { severity: "warning", code, path, message };
+}
+
 /** Formats a diagnostic as one line: `file: path: message`. */
 export function formatDiagnostic(file: string, diagnostic: ConfigDiagnostic): string {
   return `${file}: ${diagnostic.path}: ${diagnostic.message}`;
