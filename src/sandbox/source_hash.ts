@@ -35,5 +35,5 @@ export async function hashSources(ffiDir: string): Promise<string> {
     );
   }
   const digest = await crypto.subtle.digest("SHA-256", Buffer.concat(parts));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  return Buffer.from(digest).toString("hex");
 }

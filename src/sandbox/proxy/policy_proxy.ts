@@ -21,6 +21,7 @@ import {
 } from "./http_head.ts";
 import { errnoText } from "../errno.ts";
 import { sameSecret } from "../secret_compare.ts";
+import { randomBytes } from "node:crypto";
 import { listenRelay, type RelayConnection } from "./native_relay.ts";
 
 /** Resolves a host name to IP addresses (IPv4 and IPv6). */
@@ -178,8 +179,7 @@ function originRequest(head: RequestHead, url: URL): Uint8Array {
 }
 
 function randomToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomBytes(24).toString("hex");
 }
 
 /**
