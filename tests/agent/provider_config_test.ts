@@ -52,13 +52,16 @@ Deno.test("coop check: agent.model must name a configured provider", () => {
   assertEquals(problems(`[agent]\nmodel = "cloud/x"\n${providers}`), [
     'error agent.model: no [[providers]] entry named "cloud" (configured: "local")',
   ]);
-  const twice = problems(providers + providers);
+  const twice = problems(`[agent]\nmodel = "local/qwen3:8b"\n${providers}${providers}`);
   assertEquals(twice, [
     'error providers[1].name: provider "local" is already defined at providers[0]',
   ]);
-  assertEquals(problems('[[providers]]\nname = "a"\nkind = "anthropic"\n'), [
-    "warning providers[0]: no api_key_env: requests to the hosted anthropic API carry no key and will be refused (401)",
-  ]);
+  assertEquals(
+    problems('[agent]\nmodel = "a/m"\n[[providers]]\nname = "a"\nkind = "anthropic"\n'),
+    [
+      "warning providers[0]: no api_key_env: requests to the hosted anthropic API carry no key and will be refused (401)",
+    ],
+  );
 });
 
 Deno.test("selectModel splits at the first slash, so OpenRouter model ids keep theirs", () => {
