@@ -74,7 +74,14 @@ export async function runTerminalChannel(options: TerminalChannelOptions): Promi
       removeHistoryDuplicates: true,
     })
     : readline.createInterface({ input: options.input, terminal: false });
-  const prompt = () => (tty ? rl.prompt() : out("> "));
+  // Ctrl-D (or the end of input) may close readline while a turn still runs; a prompt after
+  // that would throw ("readline was closed"). Piped input keeps its "> " as before.
+  let closed = false;
+  rl.on("close", () => (closed = true));
+  const prompt = () => {
+    if (!tty) out("> ");
+    else if (!closed) rl.prompt();
+  };
   let session: string | undefined;
   let running: AbortController | undefined;
   const onInterrupt = () => {
