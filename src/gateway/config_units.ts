@@ -30,8 +30,11 @@ interface Unit {
   format: (n: number) => string;
 }
 
+/** A config value with a unit, converted to a number (milliseconds, bytes) by its schema. */
+export type UnitSchema = z.ZodPipe<z.ZodUnknown, z.ZodTransform<number, unknown>>;
+
 /** A value of `unit` between `min` and `max` (inclusive); `note` explains the bounds. */
-function converted(unit: Unit, min: number, max: number, note: string) {
+function converted(unit: Unit, min: number, max: number, note: string): UnitSchema {
   return z.unknown().transform((value, ctx) => {
     const parsed = typeof value === "string" || typeof value === "number"
       ? unit.parse(value)
@@ -67,7 +70,7 @@ const DURATION: Unit = {
  * A command timeout: at least 1 ms (0 would kill every command before it ran) and at most the
  * timer's ceiling (a longer one overflows and fires after about 1 ms).
  */
-export const timeoutDuration = converted(
+export const timeoutDuration: UnitSchema = converted(
   DURATION,
   1,
   MAX_TIMER_MS,
@@ -82,7 +85,7 @@ const SIZE: Unit = {
 };
 
 /** `memory`: below the floor not even a shell starts in the sandbox (see MIN_MEMORY_BYTES). */
-export const memorySize = converted(
+export const memorySize: UnitSchema = converted(
   SIZE,
   MIN_MEMORY_BYTES,
   MAX_MEMORY_BYTES,
@@ -90,7 +93,7 @@ export const memorySize = converted(
 );
 
 /** `tmp_size`: the size of the sandbox's `/tmp` (see MIN_TMP_SIZE_BYTES). */
-export const tmpSize = converted(
+export const tmpSize: UnitSchema = converted(
   SIZE,
   MIN_TMP_SIZE_BYTES,
   MAX_TMP_SIZE_BYTES,
