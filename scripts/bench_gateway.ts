@@ -13,6 +13,7 @@ import { Gateway } from "../src/gateway/gateway.ts";
 import { toSandboxPolicy } from "../src/gateway/sandbox_settings.ts";
 import { scopeFor } from "../src/gateway/user_scope.ts";
 import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
+import { isInside } from "../src/sandbox/path_containment.ts";
 import type { ScriptedReply } from "../tests/agent/scripted_server.ts";
 import { ANTHROPIC } from "../tests/agent/wire_formats.ts";
 
@@ -184,8 +185,7 @@ function fileSystemOf(path: string): string {
   for (const line of Deno.readTextFileSync("/proc/self/mounts").split("\n")) {
     const [, mount, type] = line.split(" ");
     if (!mount || !type) continue;
-    const under = path === mount || path.startsWith(mount.endsWith("/") ? mount : mount + "/");
-    if (under && mount.length > best.mount.length) best = { mount, type };
+    if (isInside(path, mount) && mount.length > best.mount.length) best = { mount, type };
   }
   return best.type;
 }

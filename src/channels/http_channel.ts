@@ -8,6 +8,7 @@ import { getLogger } from "@logtape/logtape";
 import { z } from "zod";
 import { isSessionId } from "../gateway/session_store.ts";
 import { TurnLimitError } from "../gateway/turn_limiter.ts";
+import { sameSecret } from "../sandbox/secret_compare.ts";
 import type { TurnHandler } from "./turn_handler.ts";
 
 const log = getLogger(["coop", "channel", "http"]);
@@ -43,14 +44,6 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 function problem(status: number, code: string, message: string): Response {
   const extra: Record<string, string> = status === 401 ? { "www-authenticate": "Bearer" } : {};
   return json(status, { error: { code, message } }, extra);
-}
-
-/** Compares in time independent of where the strings differ. */
-function sameSecret(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a), y = new TextEncoder().encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
-  return diff === 0;
 }
 
 function caller(request: Request, tokens: readonly HttpToken[]): string | undefined {

@@ -1,7 +1,9 @@
 /**
  * The terminal channel (`coop chat`): a line-oriented REPL as `terminal:default`. Replies
  * stream as they arrive; tool calls show 🔒 when sandboxed; Ctrl-C cancels the running turn
- * (and exits when idle); `/clear` starts a new session; `/status` shows who you are.
+ * (and exits when idle); `/clear` starts a new session; `/status` shows who you are. On a
+ * terminal, lines are edited and recalled with readline (arrows, Ctrl-A/E, history); piped
+ * input is read line by line as it comes.
  * @module
  */
 import readline from "node:readline";
@@ -17,6 +19,7 @@ export interface TerminalChannelOptions {
   clear?: (session: string) => void;
   /** Text for `/status`: user, trust, sandbox line. */
   status: () => Promise<string>;
+  /** Where lines come from; a TTY (`isTTY`) gets line editing and history. */
   input: Readable;
   output: Writable;
   /** Resolves when the user asks to quit or input ends. */
@@ -52,10 +55,33 @@ function describe(event: TurnEvent): string {
   return sanitizeForTerminal(event.text);
 }
 
+/** Lines kept for recall with the up arrow (this process only: nothing is written to disk). */
+const HISTORY_SIZE = 500;
+
 /** Runs the REPL until input ends or `/quit`; returns the exit status. */
 export async function runTerminalChannel(options: TerminalChannelOptions): Promise<number> {
   const out = (text: string) => options.output.write(text);
-  const rl = readline.createInterface({ input: options.input, terminal: false });
+  const tty = (options.input as { isTTY?: boolean }).isTTY === true;
+  // On a TTY readline puts the terminal in raw mode and edits the line itself: Ctrl-C then
+  // arrives as a key (its "SIGINT" event), not as a signal from the line discipline.
+  const rl = tty
+    ? readline.createInterface({
+      input: options.input,
+      output: options.output,
+      terminal: true,
+      prompt: "> ",
+      historySize: HISTORY_SIZE,
+      removeHistoryDuplicates: true,
+    })
+    : readline.createInterface({ input: options.input, terminal: false });
+  // Ctrl-D (or the end of input) may close readline while a turn still runs; a prompt after
+  // that would throw ("readline was closed"). Piped input keeps its "> " as before.
+  let closed = false;
+  rl.on("close", () => (closed = true));
+  const prompt = () => {
+    if (!tty) out("> ");
+    else if (!closed) rl.prompt();
+  };
   let session: string | undefined;
   let running: AbortController | undefined;
   const onInterrupt = () => {
@@ -66,8 +92,10 @@ export async function runTerminalChannel(options: TerminalChannelOptions): Promi
       rl.close();
     }
   };
+  rl.on("SIGINT", onInterrupt);
   Deno.addSignalListener("SIGINT", onInterrupt);
-  out("coop chat — /clear, /status, /quit; Ctrl-C cancels a turn\n> ");
+  out("coop chat — /clear, /status, /quit; Ctrl-C cancels a turn\n");
+  prompt();
   try {
     for await (const line of rl) {
       const text = line.trim();
@@ -75,15 +103,17 @@ export async function runTerminalChannel(options: TerminalChannelOptions): Promi
       if (text === "/clear") {
         if (session !== undefined) options.clear?.(session);
         session = undefined;
-        out("(new session)\n> ");
+        out("(new session)\n");
+        prompt();
         continue;
       }
       if (text === "/status") {
-        out(`${await options.status()}\n> `);
+        out(`${await options.status()}\n`);
+        prompt();
         continue;
       }
       if (text === "") {
-        out("> ");
+        prompt();
         continue;
       }
       running = new AbortController();
@@ -97,12 +127,13 @@ export async function runTerminalChannel(options: TerminalChannelOptions): Promi
           onEvent: (event) => out(describe(event)),
         });
         session = outcome.session;
-        out("\n> ");
+        out("\n");
       } catch (error) {
-        out(running.signal.aborted ? "> " : `\n(error: ${(error as Error).message})\n> `);
+        if (!running.signal.aborted) out(`\n(error: ${(error as Error).message})\n`);
       } finally {
         running = undefined;
       }
+      prompt();
     }
   } finally {
     Deno.removeSignalListener("SIGINT", onInterrupt);

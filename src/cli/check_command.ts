@@ -2,6 +2,7 @@
  * `coop check [--config FILE] [--json]`: validate config and probe the sandbox; exit 1 on errors.
  * @module
  */
+import { parseArgs } from "node:util";
 import {
   type AutoexecFile,
   autoexecInSandboxWorkspaces,
@@ -54,19 +55,40 @@ export interface CheckReport {
 
 const USAGE = "usage: coop check [--config FILE] [--json]";
 
-function parseArgs(args: readonly string[]): { config: string; json: boolean } | string {
-  let config = DEFAULT_CONFIG_FILE;
-  let json = false;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--json") json = true;
-    else if (arg === "--config") {
-      if (i + 1 >= args.length) return "--config needs a file";
-      config = args[++i];
-    } else if (arg.startsWith("--config=")) config = arg.slice("--config=".length);
-    else return `unknown argument "${arg}"`;
+/** What the command line asked for, or the usage mistake in it (one line). */
+type CheckArgs = { config: string; json: boolean; help: boolean } | { mistake: string };
+
+/** Parses the arguments with node:util's parseArgs; its errors become one short line each. */
+export function parseCheckArgs(args: readonly string[]): CheckArgs {
+  let values: { config?: string; json?: boolean; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: [...args],
+      options: {
+        config: { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? "";
+    if (!code.startsWith("ERR_PARSE_ARGS")) throw error;
+    const quoted = /'([^']*)'/.exec((error as Error).message)?.[1] ?? "";
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return { mistake: `unknown option "${quoted}"` };
+    if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
+      return { mistake: `unexpected argument "${quoted}" (a config file goes after --config)` };
+    }
+    if (quoted.startsWith("--config")) return { mistake: "--config needs a file" };
+    return { mistake: `${quoted} takes no value` };
   }
-  return { config, json };
+  if (values.config === "") return { mistake: "--config needs a file" };
+  return {
+    config: values.config ?? DEFAULT_CONFIG_FILE,
+    json: values.json ?? false,
+    help: values.help ?? false,
+  };
 }
 
 function renderHuman(report: CheckReport): string {
@@ -96,10 +118,14 @@ export async function runCheck(
   args: readonly string[],
   deps: CheckDependencies,
 ): Promise<number> {
-  const parsed = parseArgs(args);
-  if (typeof parsed === "string") {
-    deps.write(`error: ${parsed}\n${USAGE}\n`);
+  const parsed = parseCheckArgs(args);
+  if ("mistake" in parsed) {
+    deps.write(`error: ${parsed.mistake}\n${USAGE}\n`);
     return 2;
+  }
+  if (parsed.help) {
+    deps.write(`${USAGE}\n`);
+    return 0;
   }
   const report: CheckReport = {
     ok: false,

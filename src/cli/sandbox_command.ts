@@ -22,8 +22,8 @@ import {
   type SelfTestResult,
   spawnSandboxed,
 } from "../sandbox/mod.ts";
-import { parseByteSize } from "../gateway/byte_size.ts";
-import { parseDuration } from "./duration.ts";
+import { parseByteSize } from "../sandbox/byte_size.ts";
+import { parseDuration, timeoutProblem } from "../sandbox/duration.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
@@ -143,6 +143,17 @@ export function parseLimitFlags(
   return out;
 }
 
+/** Parses `--timeout DURATION` (`30s`, `500ms`, `2m`, seconds) within the timer's range. */
+export function parseTimeoutFlag(text: string): number {
+  const ms = parseDuration(text);
+  if (ms === null) {
+    throw new UsageError(`--timeout must be a duration such as 30s, 500ms or 2m (got "${text}")`);
+  }
+  const problem = timeoutProblem(ms);
+  if (problem) throw new UsageError(`--timeout ${problem}`);
+  return ms;
+}
+
 async function execCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -157,12 +168,7 @@ async function execCommand(args: string[]): Promise<number> {
     throw new UsageError(`--network must be one of ${NETWORK_MODES.join(", ")} (got "${network}")`);
   }
   const allowDomains = values["allow-domain"] ?? [];
-  const timeoutMs = parseDuration(values.timeout ?? DEFAULT_TIMEOUT);
-  if (timeoutMs === undefined) {
-    throw new UsageError(
-      `--timeout must be a duration such as 30s, 500ms or 2m (got "${values.timeout}")`,
-    );
-  }
+  const timeoutMs = parseTimeoutFlag(values.timeout ?? DEFAULT_TIMEOUT);
   const ownWorkspace = values.workspace === undefined;
   const workspace = ownWorkspace
     ? await Deno.makeTempDir({ prefix: "coop-ws-" })

@@ -2,15 +2,12 @@
  * Resolves a path a tool was given against the scope root, refusing `..` and symlink escapes.
  * @module
  */
-import { join } from "node:path";
+import { join, relative } from "node:path";
+import { isInside } from "../sandbox/path_containment.ts";
 import { type PathScope, ToolError } from "./tool_contract.ts";
 
 /** Where the sandbox mounts the workspace; sandboxed principals name their files under it. */
 export const SANDBOX_WORKSPACE_MOUNT = "/work";
-
-function within(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith("/") ? root : root + "/");
-}
 
 function outside(requested: string, scope: PathScope): ToolError {
   return new ToolError(
@@ -25,18 +22,17 @@ export function scopedComponents(requested: string, scope: PathScope): string[] 
     throw new ToolError("tool.invalid_path", "path must be a non-empty string");
   }
   if (requested.includes("\0")) throw new ToolError("tool.invalid_path", "path contains NUL");
-  let relative = requested;
-  if (requested.startsWith("/")) {
-    const root = [scope.visibleRoot, scope.hostRoot].find((r) => within(requested, r));
-    if (root === undefined) throw outside(requested, scope);
-    relative = requested.slice(root.length);
-  }
-  const parts = relative.split("/").filter((p) => p !== "" && p !== ".");
   // Refuse `..` outright instead of normalising it: a symlinked directory makes `a/..` ambiguous.
-  if (parts.includes("..")) {
+  if (requested.split("/").includes("..")) {
     throw new ToolError("tool.invalid_path", `path "${requested}" must not contain ".."`);
   }
-  return parts;
+  let below = requested;
+  if (requested.startsWith("/")) {
+    const root = [scope.visibleRoot, scope.hostRoot].find((r) => isInside(requested, r));
+    if (root === undefined) throw outside(requested, scope);
+    below = relative(root, requested); // with no `..` left, only `.` and `//` are normalised
+  }
+  return below.split("/").filter((p) => p !== "" && p !== ".");
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -76,6 +72,6 @@ export async function resolveScopedPath(requested: string, scope: PathScope): Pr
       `path "${requested}" goes through a symlink that points nowhere`,
     );
   }
-  if (!within(realPrefix, realRoot)) throw outside(requested, scope);
+  if (!isInside(realPrefix, realRoot)) throw outside(requested, scope);
   return join(realPrefix, ...parts.slice(existing));
 }

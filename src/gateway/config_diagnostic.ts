@@ -4,7 +4,7 @@
  */
 import type { z } from "zod";
 import { CoopError } from "../core/errors.ts";
-import { showValue } from "./config_schema.ts";
+import { showValue } from "./config_units.ts";
 
 /** One problem found in a config file. */
 export interface ConfigDiagnostic {
@@ -16,6 +16,16 @@ export interface ConfigDiagnostic {
   path: string;
   /** What is wrong and what was expected. */
   message: string;
+}
+
+/** An error-level diagnostic: the config must not be used as it is. */
+export function configError(code: string, path: string, message: string): ConfigDiagnostic {
+  return { severity: "error", code, path, message };
+}
+
+/** A warning-level diagnostic: worth a look, Coop still starts. */
+export function configWarning(code: string, path: string, message: string): ConfigDiagnostic {
+  return { severity: "warning", code, path, message };
 }
 
 /** Formats a diagnostic as one line: `file: path: message`. */

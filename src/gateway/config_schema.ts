@@ -4,9 +4,8 @@
  */
 import { z } from "zod";
 import { TRUST_LEVELS } from "../core/trust.ts";
-import { parseByteSize } from "./byte_size.ts";
+import { memorySize, timeoutDuration, tmpSize } from "./config_units.ts";
 import { cronScheduleProblem } from "./cron_schedule.ts";
-import { parseDuration } from "./duration.ts";
 import { matchPatternProblem } from "./match_pattern.ts";
 import { parseAllowEntry } from "../sandbox/mod.ts";
 
@@ -18,15 +17,6 @@ import { PROVIDER_KINDS } from "../agent/provider_registry.ts";
 
 /** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
 export const WORKSPACE_SCOPES = ["user", "shared"] as const;
-
-/** Renders a config value for an error message. */
-export function showValue(value: unknown): string {
-  if (value === undefined) return "nothing";
-  if (typeof value === "string") return JSON.stringify(value);
-  if (Array.isArray(value)) return "an array";
-  if (value !== null && typeof value === "object") return "a table";
-  return String(value);
-}
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const NAME = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -45,23 +35,6 @@ const name = z.string().regex(
   "must be 1-32 characters of a-z, 0-9, _ or -, starting with a letter (it names a directory)",
 );
 
-function converted(kind: string, example: string, parse: (v: string | number) => number | null) {
-  return z.unknown().transform((value, ctx) => {
-    const parsed = typeof value === "string" || typeof value === "number" ? parse(value) : null;
-    if (parsed === null) {
-      ctx.addIssue({
-        code: "custom",
-        message: `expected ${kind} like ${example}, got ${showValue(value)}`,
-      });
-      return z.NEVER;
-    }
-    return parsed;
-  });
-}
-
-const byteSize = converted("a size", `"512M" or "1G"`, parseByteSize);
-const duration = converted("a duration", `"30s", "5m" or "500ms"`, parseDuration);
-
 const matchPattern = z.string().superRefine((pattern, ctx) => {
   const problem = matchPatternProblem(pattern);
   if (problem) ctx.addIssue({ code: "custom", message: problem });
@@ -70,12 +43,12 @@ const matchPattern = z.string().superRefine((pattern, ctx) => {
 const sandboxOverrideShape = {
   network: z.enum(CONFIG_NETWORK_MODES).optional(),
   allow_domains: z.array(allowDomain).optional(),
-  memory: byteSize.optional(),
+  memory: memorySize.optional(),
   pids_limit: z.number().int("must be a whole number").positive("must be > 0").optional(),
   cpus: z.number().positive("must be > 0").optional(),
-  timeout: duration.optional(),
-  max_timeout: duration.optional(),
-  tmp_size: byteSize.optional(),
+  timeout: timeoutDuration.optional(),
+  max_timeout: timeoutDuration.optional(),
+  tmp_size: tmpSize.optional(),
   env_passthrough: z.array(envName).optional(),
   protected_names: z.array(
     z.string().regex(/^[^/]+$/, "must be a file or directory name (no /)").refine(
@@ -99,8 +72,9 @@ export const sandboxSchema = z.strictObject({
 // Port 0 asks the kernel for a free port (coop start prints the one it got).
 const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(0|[1-9][0-9]{0,4})$/;
 
-/** A provider timeout (milliseconds): zero would fail every request, so it must be above 0. */
-const providerTimeout = duration.refine((ms) => ms > 0, "must be longer than 0");
+/** A provider timeout (milliseconds): zero would fail every request; past the timer's ceiling
+ * it would overflow and fire at once. */
+const providerTimeout = timeoutDuration;
 
 /** One `[[providers]]` entry; `type` is the older spelling of `kind` and still accepted. */
 export const providerSchema = z.strictObject({

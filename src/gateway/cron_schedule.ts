@@ -1,103 +1,110 @@
 /**
  * Five-field cron schedules (`minute hour day-of-month month day-of-week`), with the names
- * (`JAN`-`DEC`, `SUN`-`SAT`) and `@` shortcuts of cron(5): validation with config-friendly
- * messages, and the next run time (computed by `croner` on the numeric form).
+ * (`JAN`-`DEC`, `SUN`-`SAT`) and `@` shortcuts of cron(5). `croner` parses, validates and
+ * computes the next run; a thin gate in front of it keeps to Coop's format (five fields, no
+ * croner extensions such as seconds, `L`, `W`, `#` or `?`) and names the field at fault.
  * @module
  */
-import { Cron } from "croner";
+import { Cron, type CronOptions } from "croner";
 
 interface Field {
   name: string;
   min: number;
   max: number;
-  /** The names the field also takes, for error messages. */
-  names?: string;
+  /** The names the field also takes (lower case), for the gate and its messages. */
+  names?: readonly string[];
+  /** What croner adds to the field's values in its messages (it counts months and days from 0). */
+  offset: number;
 }
+
+const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const WEEKDAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
 const FIELDS: readonly Field[] = [
-  { name: "minute", min: 0, max: 59 },
-  { name: "hour", min: 0, max: 23 },
-  { name: "day of month", min: 1, max: 31 },
-  { name: "month", min: 1, max: 12, names: "JAN-DEC" },
-  { name: "day of week", min: 0, max: 7, names: "SUN-SAT" },
+  { name: "minute", min: 0, max: 59, offset: 0 },
+  { name: "hour", min: 0, max: 23, offset: 0 },
+  { name: "day of month", min: 1, max: 31, offset: 1 },
+  { name: "month", min: 1, max: 12, names: MONTHS, offset: 1 },
+  { name: "day of week", min: 0, max: 7, names: WEEKDAYS, offset: 0 },
 ];
 
-const ITEM = /^(\*|\d+(?:-\d+)?)(?:\/(\d+))?$/;
-
-/** cron(5)'s shortcuts, as the five fields they stand for. */
-const SHORTCUTS: Readonly<Record<string, string>> = {
-  "@yearly": "0 0 1 1 *",
-  "@annually": "0 0 1 1 *",
-  "@monthly": "0 0 1 * *",
-  "@weekly": "0 0 * * 0",
-  "@daily": "0 0 * * *",
-  "@midnight": "0 0 * * *",
-  "@hourly": "0 * * * *",
-};
-
-/** Names allowed in the month (index 3) and day-of-week (index 4) fields, by number. */
-const NAMES: Readonly<Record<number, readonly string[]>> = {
-  3: ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
-  4: ["sun", "mon", "tue", "wed", "thu", "fri", "sat"],
-};
+/** cron(5)'s shortcuts; croner knows the same ones. */
+const SHORTCUTS = [
+  "@yearly",
+  "@annually",
+  "@monthly",
+  "@weekly",
+  "@daily",
+  "@midnight",
+  "@hourly",
+];
 
 /**
- * The schedule with shortcuts expanded and names replaced by numbers (case-insensitive), as
- * five fields; unknown names stay as they are, for the validator to name.
- *
- * @example
- * ```ts
- * numericSchedule("0 9 * * mon-FRI"); // ["0", "9", "*", "*", "1-5"]
- * ```
+ * Day-of-month and day-of-week combine with OR when both are restricted (classic cron), which is
+ * croner's default; 0 and 7 are both Sunday. `sloppyRanges` accepts `N/step` (N through the
+ * field's maximum), as cronie does.
  */
-function numericSchedule(schedule: string): string[] {
-  const trimmed = schedule.trim();
-  const fields = (SHORTCUTS[trimmed.toLowerCase()] ?? trimmed).split(/\s+/);
-  return fields.map((field, i) => {
-    const names = NAMES[i];
-    if (!names) return field;
-    const first = i === 3 ? 1 : 0;
-    return field.replace(/[a-z]+/gi, (word) => {
-      const n = names.indexOf(word.toLowerCase());
-      return n < 0 ? word : String(n + first);
-    });
-  });
+const OPTIONS: CronOptions = { paused: true, mode: "5-part", sloppyRanges: true };
+
+/** `JAN-DEC`, for messages. */
+function nameRange(names: readonly string[]): string {
+  return `${names[0]}-${names.at(-1)}`.toUpperCase();
 }
 
-function fieldProblem(text: string, field: Field) {
-  for (const item of text.split(",")) {
-    const match = ITEM.exec(item);
-    if (!match) {
-      return `${field.name} "${item}" is not *, N, N-M or a list/step of those` +
-        (field.names ? ` (names: ${field.names})` : "");
+/** The gate: only what cron(5) writes — digits, `*`, `,`, `-`, `/`, and the field's names. */
+function gateProblem(text: string, field: Field): string | null {
+  const allowed = field.names ? /^[0-9a-z*,/-]+$/i : /^[0-9*,/-]+$/;
+  if (!allowed.test(text)) {
+    const names = field.names ? ` and the names ${nameRange(field.names)}` : "";
+    return `${field.name} "${text}" may only use digits, *, ",", "-" and "/"${names}`;
+  }
+  for (const word of text.match(/[a-z]+/gi) ?? []) {
+    if (!field.names!.includes(word.toLowerCase())) {
+      return `${field.name} "${text}": "${word}" is not one of ${nameRange(field.names!)}`;
     }
-    if (match[2] !== undefined && Number(match[2]) === 0) return `${field.name} step must be > 0`;
-    if (match[2] !== undefined && Number(match[2]) > field.max) {
-      return `${field.name} step ${match[2]} is larger than ${field.max}`;
-    }
-    if (match[1] === "*") continue;
-    const [low, high] = match[1].split("-").map(Number);
-    for (const n of [low, high ?? low]) {
-      if (n < field.min || n > field.max) {
-        return `${field.name} ${n} is outside ${field.min}-${field.max}`;
-      }
-    }
-    if (high !== undefined && high < low) return `${field.name} range ${match[1]} is backwards`;
   }
   return null;
 }
 
-/** Returns why `schedule` is not a valid five-field cron expression, or null when it is. */
-export function cronScheduleProblem(schedule: string): string | null {
-  if (schedule.trim().startsWith("@") && !SHORTCUTS[schedule.trim().toLowerCase()]) {
-    return `unknown shortcut "${schedule.trim()}" (one of ${Object.keys(SHORTCUTS).join(", ")})`;
+/** croner's verdict on one field alone (the others `*`), in the field's own terms. */
+function cronerProblem(fields: readonly string[], i: number): string | null {
+  try {
+    new Cron(FIELDS.map((_, j) => (j === i ? fields[i] : "*")).join(" "), OPTIONS);
+    return null;
+  } catch (error) {
+    const field = FIELDS[i];
+    const message = (error as Error).message.replace(/^CronPattern: (Syntax error, )?/, "");
+    const value = /^Invalid value for \w+: (-?\d+)/.exec(message);
+    if (value) {
+      return `${field.name} ${Number(value[1]) + field.offset} is outside ` +
+        `${field.min}-${field.max}`;
+    }
+    return `${field.name} "${fields[i]}": ${message.replace(/\.$/, "")}`;
   }
-  const fields = numericSchedule(schedule);
+}
+
+/**
+ * Returns why `schedule` is not a valid five-field cron expression, or null when it is.
+ *
+ * @example
+ * ```ts
+ * cronScheduleProblem("0 9 * * mon-fri"); // null
+ * cronScheduleProblem("0 24 * * *"); // "hour 24 is outside 0-23"
+ * ```
+ */
+export function cronScheduleProblem(schedule: string): string | null {
+  const trimmed = schedule.trim();
+  if (trimmed.startsWith("@")) {
+    return SHORTCUTS.includes(trimmed.toLowerCase())
+      ? null
+      : `unknown shortcut "${trimmed}" (one of ${SHORTCUTS.join(", ")})`;
+  }
+  const fields = trimmed.split(/\s+/);
   if (fields.length !== 5) {
     return `expected 5 fields (minute hour day-of-month month day-of-week), got ${fields.length}`;
   }
   for (let i = 0; i < 5; i++) {
-    const problem = fieldProblem(fields[i], FIELDS[i]);
+    const problem = gateProblem(fields[i], FIELDS[i]) ?? cronerProblem(fields, i);
     if (problem) return problem;
   }
   return null;
@@ -113,13 +120,6 @@ export function cronScheduleProblem(schedule: string): string | null {
  * ```
  */
 export function nextCronRun(schedule: string, after: number, timezone?: string): number | null {
-  // Day-of-month and day-of-week combine with OR when both are restricted (classic cron), which
-  // is croner's default; 0 and 7 are both Sunday. `sloppyRanges` accepts `N/step` (N through the
-  // field's maximum), which the validator above allows, as cronie does.
-  const cron = new Cron(numericSchedule(schedule).join(" "), {
-    paused: true,
-    timezone,
-    sloppyRanges: true,
-  });
+  const cron = new Cron(schedule.trim().toLowerCase(), { ...OPTIONS, timezone });
   return cron.nextRun(new Date(after))?.getTime() ?? null;
 }

@@ -2,7 +2,9 @@
  * Runs the owner's `bash` on the host with `sh -c`: same result shape as the sandbox.
  * @module
  */
+import { Buffer } from "node:buffer";
 import type { CommandResult } from "../core/tool_contract.ts";
+import { signalNumber } from "../sandbox/wait_status.ts";
 
 /** Options for one host command. */
 export interface HostRunOptions {
@@ -39,44 +41,30 @@ async function collect(
     chunks.push(chunk.subarray(0, room));
     size += Math.min(chunk.length, room);
   }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return { text: new TextDecoder().decode(all), truncated };
+  return { text: new TextDecoder().decode(Buffer.concat(chunks, size)), truncated };
 }
-
-/** `setsid`, when the host has it: the command then leads its own process group. */
-const SETSID = ["/usr/bin/setsid", "/bin/setsid"].find((path) => {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
-});
 
 /** The default host runner, built on `Deno.Command`. */
 export const runOnHost: HostRunner = async (command, options) => {
   options.signal?.throwIfAborted();
   const started = performance.now();
-  // In its own process group, a kill reaches what the shell started too (`sleep` in
-  // `sh -c "sleep 30"` would otherwise keep running and hold the output pipes open).
-  const child = new Deno.Command(SETSID ?? "sh", {
-    args: SETSID ? ["sh", "-c", command] : ["-c", command],
+  const child = new Deno.Command("sh", {
+    args: ["-c", command],
     cwd: options.cwd,
     env: options.env,
     clearEnv: true,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
+    // setsid() in the child: the shell leads its own session and process group, so the kill
+    // below reaches what it started too (`sleep` in `sh -c "sleep 30"` would otherwise keep
+    // running and hold the output pipes open), and nothing of Coop's own group is hit.
+    detached: true,
   }).spawn();
   let timedOut = false;
   const kill = () => {
     try {
-      if (SETSID) Deno.kill(-child.pid, "SIGKILL");
-      else child.kill("SIGKILL");
+      Deno.kill(-child.pid, "SIGKILL");
     } catch {
       // Already exited between the timer (or the abort) firing and the kill.
     }
@@ -106,19 +94,3 @@ export const runOnHost: HostRunner = async (command, options) => {
     options.signal?.removeEventListener("abort", kill);
   }
 };
-
-const SIGNALS: Readonly<Record<string, number>> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGABRT: 6,
-  SIGKILL: 9,
-  SIGSEGV: 11,
-  SIGPIPE: 13,
-  SIGALRM: 14,
-  SIGTERM: 15,
-};
-
-function signalNumber(signal: string): number {
-  return SIGNALS[signal] ?? 0;
-}

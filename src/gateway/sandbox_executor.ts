@@ -23,6 +23,7 @@ import {
 import { DEFAULT_MAX_OUTPUT_CHARS } from "../core/truncation.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
 import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
+import { isInside } from "../sandbox/path_containment.ts";
 import {
   authorize,
   decide,
@@ -117,10 +118,6 @@ const WRITING_TOOLS: readonly string[] = ["bash", "write_file", "edit_file"];
 const MAX_CAPTURE_BYTES = 1 << 20;
 
 const log = getLogger(["coop", "executor"]);
-
-function isInside(path: string, dir: string): boolean {
-  return path === dir || path.startsWith(dir.endsWith("/") ? dir : dir + "/");
-}
 
 /** Executes tool calls with the placement `authorize()` chose; never falls back to the host. */
 export class SandboxExecutor {

@@ -3,6 +3,7 @@
  * returns, so a channel that acknowledges after it never loses an acknowledged message.
  * @module
  */
+import { randomBytes } from "node:crypto";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
 import { CoopError } from "../core/errors.ts";
@@ -67,9 +68,7 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Returns a new random, URL-safe session id (128 bits, 22 characters). */
 export function newSessionId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
-    .replace(/=+$/, "");
+  return randomBytes(16).toString("base64url");
 }
 
 /** Returns true when `id` is a valid session id: 1-64 of A-Z a-z 0-9 _ -. */

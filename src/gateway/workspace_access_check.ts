@@ -118,6 +118,8 @@ export function workspaceDirectories(config: CoopConfig): string[] {
 
 /** Adds a warning for each way other local users can get into the workspace. */
 export function checkWorkspaceAccess(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  // `workspace = "/"` has its own warning (config.workspace_root); "/ lets others in" adds noise.
+  if (config.agent.workspace === "/") return;
   for (const problem of workspaceAccessProblems(workspaceDirectories(config))) {
     out.push({
       severity: "warning",

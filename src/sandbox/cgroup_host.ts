@@ -4,6 +4,7 @@
  * reason. Read from /proc/self/mountinfo and /proc/self/cgroup once per process.
  * @module
  */
+import { isInside } from "./path_containment.ts";
 
 /** Controllers the limits use, by the policy field they enforce. */
 export const V1_CONTROLLERS = ["memory", "pids", "cpu"] as const;
@@ -69,7 +70,8 @@ export function parseProcCgroup(text: string): Map<string, string> {
 function joinCgroup(mount: Mount, path: string): string {
   // In a container the mount's root may be a subtree; /proc/self/cgroup is then relative to it
   // or still absolute, depending on the cgroup namespace.
-  const rel = mount.root !== "/" && path.startsWith(mount.root)
+  // A sibling that merely shares the prefix (root /docker/abc, path /docker/abcdef) is not below it.
+  const rel = mount.root !== "/" && isInside(path, mount.root)
     ? path.slice(mount.root.length)
     : path;
   return `${mount.point}${rel === "/" ? "" : rel}`.replace(/\/+$/, "");

@@ -4,7 +4,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { SandboxPolicyError } from "./errors.ts";
-import { errnoName, errnoText } from "./errno.ts";
+import { ERRNO, errnoName, errnoText } from "./errno.ts";
 import { captureOutput } from "./output_capture.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
@@ -115,7 +115,7 @@ export async function exec(
   argv: readonly string[],
   options: ExecOptions = {},
 ): Promise<ExecResult> {
-  const timeoutMs = positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const limit = positive("maxOutputBytes", options.maxOutputBytes, DEFAULT_MAX_OUTPUT_BYTES);
   options.signal?.throwIfAborted();
   const started = performance.now();
@@ -142,7 +142,11 @@ export async function exec(
   const decoder = new TextDecoder();
   let stderrText = decoder.decode(err.bytes);
   if (status.execErrno !== null) {
-    const what = status.execErrno === 2 ? "command not found" : errnoText(status.execErrno);
+    const what = status.execErrno === ERRNO.ENOENT
+      ? "command not found"
+      : status.execErrno === ERRNO.ENOEXEC
+      ? "not a program this system runs (a script needs a #! line)"
+      : errnoText(status.execErrno);
     stderrText += `coop: ${argv[0]}: ${what} (${errnoName(status.execErrno)})\n`;
   }
   const result: ExecResult = {

@@ -4,7 +4,7 @@
  * the trampoline), so a flood such as `yes` costs the gateway no memory at all.
  * @module
  */
-import type { Buffer } from "node:buffer";
+import { Buffer } from "node:buffer";
 import { ERRNO } from "./errno.ts";
 import type net from "node:net";
 import type { Trampoline } from "./ffi.ts";
@@ -49,13 +49,7 @@ export function captureOutput(
     let kept = 0, draining: Promise<void> | undefined;
     const finish = async () => {
       await draining;
-      const bytes = new Uint8Array(kept);
-      let offset = 0;
-      for (const chunk of chunks) {
-        bytes.set(chunk, offset);
-        offset += chunk.length;
-      }
-      resolve({ bytes, truncated: draining !== undefined });
+      resolve({ bytes: Buffer.concat(chunks, kept), truncated: draining !== undefined });
     };
     socket.on("data", (chunk: Buffer) => {
       if (draining) return;

@@ -16,8 +16,23 @@ export const NETWORK_MODES = ["none", "host", "proxy"] as const;
  */
 export type NetworkMode = (typeof NETWORK_MODES)[number];
 
-/** Smallest memory limit accepted: below it not even a shell starts. */
+/**
+ * Smallest memory limit accepted. Measured on this kernel (2026-11): `sh -c 'echo ok'` needs
+ * 2.6 MiB of address space under RLIMIT_AS (the unprivileged path, per process), `bash` 4 MiB,
+ * `ls` 3.4 MiB; under a cgroup v1 memory limit (root) 0.4-0.9 MiB. 16 MiB leaves a fourfold
+ * margin over bash on the stricter path.
+ */
 export const MIN_MEMORY_BYTES = 16 * 2 ** 20;
+/** Largest memory limit accepted (1 PiB: beyond any host, below 2^53). */
+export const MAX_MEMORY_BYTES = 2 ** 50;
+/**
+ * Smallest `/tmp` (and `/dev/shm`) accepted. A shell starts with a single page of `/tmp`
+ * (measured); 1 MiB is the floor below which tools that write a temporary file fail.
+ * Zero is refused above all: tmpfs reads `size=0` as "no limit".
+ */
+export const MIN_TMP_SIZE_BYTES = 2 ** 20;
+/** Largest `/tmp` accepted. */
+export const MAX_TMP_SIZE_BYTES = 64 * 2 ** 30;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -26,7 +41,8 @@ const policySchema = z.strictObject({
   workspace: z.string().min(1).refine((p) => p.startsWith("/"), "must be an absolute path"),
   network: z.enum(NETWORK_MODES).default("none"),
   hostname: z.string().regex(HOSTNAME, "must be a lowercase DNS label").default("coop"),
-  tmpSizeBytes: z.number().int().min(1 << 20).max(64 * 2 ** 30).default(64 * 2 ** 20),
+  tmpSizeBytes: z.number().int().min(MIN_TMP_SIZE_BYTES).max(MAX_TMP_SIZE_BYTES)
+    .default(64 * 2 ** 20),
   readOnlyPaths: z.array(
     z.string().refine((p) => p.startsWith("/") && !p.split("/").includes(".."), {
       message: "must be an absolute path without ..",
@@ -51,7 +67,7 @@ const policySchema = z.strictObject({
   /** Memory limit of the whole sandbox (cgroup) or of each process's address space (rlimit). */
   memoryBytes: z.number().int("must be a whole number of bytes")
     .min(MIN_MEMORY_BYTES, "must be at least 16 MiB: less cannot run a shell")
-    .max(2 ** 50, "must be at most 1 PiB").optional(),
+    .max(MAX_MEMORY_BYTES, "must be at most 1 PiB").optional(),
   /** Most processes (and threads) alive at once, the sandbox's init included. */
   pidsLimit: z.number().int("must be a whole number")
     .min(2, "must be at least 2: the init and the command count too")

@@ -5,6 +5,7 @@
  * checkout and refuses a library built from other sources.
  * @module
  */
+import { Buffer } from "node:buffer";
 
 const SOURCE_PATTERN = /\.(c|h|S)$/;
 
@@ -33,12 +34,6 @@ export async function hashSources(ffiDir: string): Promise<string> {
       new Uint8Array([0]),
     );
   }
-  const total = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    total.set(part, offset);
-    offset += part.length;
-  }
-  const digest = await crypto.subtle.digest("SHA-256", total);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  const digest = await crypto.subtle.digest("SHA-256", Buffer.concat(parts));
+  return Buffer.from(digest).toString("hex");
 }

@@ -7,11 +7,13 @@
  * namespace, so nothing the command started survives it.
  * @module
  */
+import { Buffer } from "node:buffer";
 import net from "node:net";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
-import { SandboxSetupError } from "./errors.ts";
+import { timeoutProblem } from "./duration.ts";
+import { SandboxPolicyError, SandboxSetupError } from "./errors.ts";
 import { assertHostIdsFree } from "./host_ids.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
@@ -128,7 +130,7 @@ function readReport(lib: Trampoline, fd: number): Report {
     if (n < chunk.length) break;
   }
   lib.coop_close(fd);
-  const bytes = chunks.length === 1 ? chunks[0] : concat(chunks);
+  const bytes = Buffer.concat(chunks);
   const report: Report = {};
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let at = 0; at + RECORD_SIZE <= bytes.length; at += RECORD_SIZE) {
@@ -140,13 +142,6 @@ function readReport(lib: Trampoline, fd: number): Report {
     else if (kind === RECORD.ready) report.ready = { landlockAbi: a, seccomp: b === 1 };
   }
   return report;
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) bytes.set(chunk, (offset += chunk.length) - chunk.length);
-  return bytes;
 }
 
 function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: boolean } {
@@ -183,6 +178,9 @@ export async function spawnSandboxed(
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
   const policy = resolvePolicy(policyInput);
+  // A timer past its ceiling fires at once: the command would be killed before it ran.
+  const badTimeout = options.timeoutMs === undefined ? null : timeoutProblem(options.timeoutMs);
+  if (badTimeout) throw new SandboxPolicyError(`timeoutMs ${badTimeout}`);
   const workspace = canonicalWorkspace(policy.workspace);
   return await spawnWorkspaceAsGiven({ ...policy, workspace }, argv, options);
 }

@@ -1,38 +1,27 @@
 /**
- * Decoding of raw wait statuses and signal names.
+ * Decoding of raw wait statuses, and signal names from the runtime's table (`os.constants`).
  * @module
  */
+import { constants } from "node:os";
 
-const SIGNALS: Record<number, Deno.Signal> = {
-  1: "SIGHUP",
-  2: "SIGINT",
-  3: "SIGQUIT",
-  4: "SIGILL",
-  5: "SIGTRAP",
-  6: "SIGABRT",
-  7: "SIGBUS",
-  8: "SIGFPE",
-  9: "SIGKILL",
-  10: "SIGUSR1",
-  11: "SIGSEGV",
-  12: "SIGUSR2",
-  13: "SIGPIPE",
-  14: "SIGALRM",
-  15: "SIGTERM",
-  24: "SIGXCPU",
-  25: "SIGXFSZ",
-  31: "SIGSYS",
-};
+/** Signal numbers by name on this platform, e.g. `SIGUSR1` → 10. */
+const SIGNALS = constants.signals as Readonly<Record<string, number>>;
 
-/** `SIGKILL` for 9; unknown numbers become `SIG<n>`. */
-export function signalName(signo: number): string {
-  return SIGNALS[signo] ?? `SIG${signo}`;
+/** Names by number; of two names for one signal (SIGABRT/SIGIOT) the first listed wins. */
+const NAME_OF = new Map<number, string>();
+for (const [name, signo] of Object.entries(SIGNALS)) {
+  if (!NAME_OF.has(signo)) NAME_OF.set(signo, name);
 }
 
-/** The number of a signal name such as `SIGTERM`. */
-export function signalNumber(name: Deno.Signal): number {
-  for (const [n, s] of Object.entries(SIGNALS)) if (s === name) return Number(n);
-  throw new RangeError(`unsupported signal ${name}`);
+/** `SIGKILL` for 9; numbers without a name (real-time signals) become `SIG<n>`. */
+export function signalName(signo: number): string {
+  return NAME_OF.get(signo) ?? `SIG${signo}`;
+}
+
+/** The number of a signal name such as `SIGTERM`; throws RangeError for an unknown name. */
+export function signalNumber(name: string): number {
+  if (!Object.hasOwn(SIGNALS, name)) throw new RangeError(`unsupported signal ${name}`);
+  return SIGNALS[name];
 }
 
 /** Exit code the way a shell reports it (`128 + signal` when killed) and the signal, if any. */

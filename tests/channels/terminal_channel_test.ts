@@ -60,3 +60,27 @@ Deno.test("sanitizeForTerminal removes OSC, CSI and C0/C1 controls but keeps tex
   const controls = [...clean].filter((c) => c.charCodeAt(0) < 0x20 && c !== "\t" && c !== "\n");
   assertEquals(controls, []);
 });
+
+Deno.test("on a TTY, Ctrl-D while a turn runs ends the REPL cleanly after the turn", async () => {
+  const input = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => {} });
+  const output = new PassThrough();
+  let shown = "";
+  output.on("data", (c) => (shown += String(c)));
+  const seen: string[] = [];
+  const done = runTerminalChannel({
+    sender: "default",
+    input,
+    output,
+    status: () => Promise.resolve(""),
+    handle: async (m) => {
+      seen.push(m.text);
+      input.write("\x04"); // Ctrl-D on an empty line: readline closes
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return { reply: "", session: "s1", tools: [] };
+    },
+  });
+  input.write("hi\r");
+  assertEquals(await done, 0);
+  assertEquals(seen, ["hi"]);
+  assertMatch(shown, /> .*hi/); // readline drew the prompt and echoed the line it edited
+});

@@ -154,3 +154,50 @@ sandboxTest(
     });
   },
 );
+
+sandboxTest(
+  "e2e: coop chat on a real terminal edits lines and recalls them from history",
+  async () => {
+    const script = [
+      format.text(["first reply"]),
+      format.text(["second reply"]),
+      format.text([
+        "third reply",
+      ]),
+    ];
+    await withScriptedServer(script, async (server) => {
+      const home = await makeCoopHome(config(server.url));
+      const terminal = new Terminal(
+        coopArgv("chat", "--config", home.config),
+        home.env({ TERM: "xterm-256color", COOP_LOG: "warning" }),
+      );
+      const lastUserText = (i: number) =>
+        JSON.stringify(format.messages(server.requests[i].body).at(-1));
+      try {
+        await terminal.waitFor("You are alice (trust owner).");
+        await terminal.waitFor("> ");
+        // "ab", left arrow, "X", Enter: the line is edited in place to "aXb".
+        await terminal.type("ab\x1b[DX\r");
+        await terminal.waitFor("first reply");
+        assertMatch(lastUserText(0), /"aXb"/);
+        // Up arrow recalls the last line; Enter sends it again.
+        const recallFrom = terminal.text.length;
+        await terminal.type("\x1b[A\r");
+        await terminal.waitFor("second reply", recallFrom);
+        assertMatch(lastUserText(1), /"aXb"/);
+        // Ctrl-A jumps to the start of the line: "orld", Ctrl-A, "w" is "world".
+        const homeFrom = terminal.text.length;
+        await terminal.type("orld\x01w\r");
+        await terminal.waitFor("third reply", homeFrom);
+        assertMatch(lastUserText(2), /"world"/);
+        assertEquals(server.requests.length, 3);
+        await terminal.type("/quit\r");
+        const status = await terminal.close();
+        assertEquals(status.code, 0, terminal.text);
+      } finally {
+        terminal.kill();
+        await Deno.remove(home.dir, { recursive: true });
+      }
+    });
+  },
+);

@@ -6,11 +6,20 @@ import type { SandboxProbeResult } from "../../src/gateway/sandbox_probe.ts";
 const BASE = `
 [agent]
 workspace = "ws"
+model = "anthropic/claude-test"
+[[providers]]
+name = "anthropic"
+kind = "anthropic"
+api_key_env = "ANTHROPIC_API_KEY"
 [[users]]
 name = "alice"
 trust = "owner"
 match = ["terminal:default"]
 `;
+
+/** One HTTP token, for bob. */
+const HTTP_TOKEN = '[[users]]\nname = "bob"\ntrust = "inner"\nmatch = ["http:bob"]\n' +
+  '[[channels.http.tokens]]\nid = "bob"\ntoken_env = "BOB_TOKEN"\n';
 
 /** Twenty configs with one mistake each, and the key path the single error must name. */
 const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
@@ -80,6 +89,37 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ["pids_limit zero", BASE + "[sandbox]\npids_limit = 0\n", /sandbox\.pids_limit: must be > 0/],
   ["bad timeout", BASE + '[sandbox]\ntimeout = "soon"\n', /sandbox\.timeout: expected a duration/],
   [
+    "zero timeout: every command would be killed before it ran",
+    BASE + '[sandbox]\ntimeout = "0s"\n',
+    /sandbox\.timeout: must be from 1ms to 2147483647ms \(.*\), got "0s"/,
+  ],
+  [
+    "a timeout past the timer's 2^31 ms ceiling (it would fire after about 1 ms)",
+    BASE + '[sandbox]\nmax_timeout = "600h"\n',
+    /sandbox\.max_timeout: must be from 1ms to 2147483647ms \(.*24\.8 days\), got "600h"/,
+  ],
+  [
+    "a user's timeout as a bare number of seconds past the ceiling",
+    BASE + "[users.sandbox]\ntimeout = 2147484\n",
+    /users\[0\]\.sandbox\.timeout: must be from 1ms to 2147483647ms .*got 2147484/,
+  ],
+  [
+    "memory too small to start a shell",
+    BASE + '[sandbox]\nmemory = "4M"\n',
+    /sandbox\.memory: must be from 16M to 1024T \(less cannot start a shell\), got "4M"/,
+  ],
+  [
+    "tmp_size 0 (tmpfs would read it as no limit)",
+    BASE + '[sandbox]\ntmp_size = "0"\n',
+    /sandbox\.tmp_size: must be from 1M to 64G \(0 would mean no limit at all\), got "0"/,
+  ],
+  [
+    "a cron job's tmp_size too small",
+    BASE +
+    '[[cron]]\nname = "n"\nschedule = "@daily"\nuser = "alice"\nmessage = "hi"\n[cron.sandbox]\ntmp_size = "64k"\n',
+    /cron\[0\]\.sandbox\.tmp_size: must be from 1M to 64G/,
+  ],
+  [
     "bad network mode",
     BASE + '[sandbox]\nnetwork = "wifi"\n',
     /sandbox\.network: expected one of "none", "host", "proxy"/,
@@ -106,6 +146,12 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
     /users\[0\]\.match\[0\]: "http:\*" would give every sender/,
   ],
   ["TOML syntax error", BASE + "[[users]\n", /line \d+, column \d+: TOML syntax error/],
+  [
+    "the state directory is a child named ..cache of a sandboxed user's workspace",
+    BASE.replace("[agent]", '[agent]\nstate_dir = "ws/bob/..cache"') +
+    '[[users]]\nname = "bob"\ntrust = "inner"\n',
+    /agent\.state_dir: .*\/ws\/bob\/\.\.cache overlaps the sandbox-visible directory .*\/ws\/bob/,
+  ],
 ];
 
 const availableProbe = (): Promise<SandboxProbeResult> =>
@@ -216,7 +262,7 @@ Deno.test("warnings: sandbox on without owner, owner cron overrides, missing key
     BASE + '[[providers]]\nname = "a"\nkind = "openai"\napi_key_env = "OPENAI_API_KEY"\n',
   );
   ok(
-    /warning: coop\.toml: providers\[0\]\.api_key_env: environment variable OPENAI_API_KEY is not set/
+    /warning: coop\.toml: providers\[1\]\.api_key_env: environment variable OPENAI_API_KEY is not set/
       .test(key.output),
   );
   const dup = await check(
@@ -264,6 +310,153 @@ Deno.test("a missing config file is one error, and bad arguments exit 2", async 
   strictEqual(await runCheck(["--config", "/nonexistent/coop.toml"], deps), 1);
   ok(output.includes("error: /nonexistent/coop.toml: (file): cannot read config: file not found"));
   strictEqual(await runCheck(["--bogus"], deps), 2);
+});
+
+Deno.test("arguments are parsed by parseArgs; each mistake is one line, the usage, exit 2", async () => {
+  const table: Array<[string[], number, RegExp]> = [
+    [["--bogus"], 2, /^error: unknown option "--bogus"\nusage: coop check/],
+    [["-x"], 2, /^error: unknown option "-x"\n/],
+    [["--config"], 2, /^error: --config needs a file\n/],
+    [["--config="], 2, /^error: --config needs a file\n/],
+    [["--config", "--json"], 2, /^error: --config needs a file\n/],
+    [["--json=yes"], 2, /^error: --json takes no value\n/],
+    [
+      ["coop.toml"],
+      2,
+      /^error: unexpected argument "coop.toml" \(a config file goes after --config\)/,
+    ],
+    [["--help"], 0, /^usage: coop check \[--config FILE\] \[--json\]\n$/],
+    [["-h"], 0, /^usage: coop check/],
+  ];
+  for (const [args, code, expected] of table) {
+    let output = "";
+    const deps = {
+      probe: availableProbe,
+      write: (t: string) => (output += t),
+      env: () => undefined,
+    };
+    strictEqual(await runCheck(args, deps), code, args.join(" "));
+    ok(expected.test(output), `${args.join(" ")}: ${output}`);
+  }
+  // The same parser reads what a valid command line sets.
+  const { code, output } = await check(BASE, ["--json"]);
+  strictEqual(code, 0);
+  strictEqual(JSON.parse(output).ok, true);
+});
+
+/** The warning (code and key path) each config must produce, and the message it names. */
+const WARNINGS: ReadonlyArray<[string, string, string, RegExp]> = [
+  [
+    "no model configured",
+    BASE.replace('model = "anthropic/claude-test"\n', ""),
+    "agent.model",
+    /no model is configured: every message gets an error/,
+  ],
+  [
+    "HTTP enabled with no tokens",
+    BASE + "[channels.http]\nenabled = true\n",
+    "channels.http.tokens",
+    /HTTP is enabled but lists no \[\[channels\.http\.tokens\]\]: every request is refused/,
+  ],
+  [
+    "HTTP on every interface",
+    BASE + HTTP_TOKEN + '[channels.http]\nenabled = true\nlisten = "0.0.0.0:8787"\n',
+    "channels.http.listen",
+    /"0\.0\.0\.0:8787" accepts connections from other machines.*listen on 127\.0\.0\.1/,
+  ],
+  [
+    "HTTP on every IPv6 interface",
+    BASE + HTTP_TOKEN + '[channels.http]\nenabled = true\nlisten = "[::]:8787"\n',
+    "channels.http.listen",
+    /"\[::\]:8787" accepts connections from other machines/,
+  ],
+  [
+    "HTTP on a LAN address",
+    BASE + HTTP_TOKEN + '[channels.http]\nenabled = true\nlisten = "192.168.1.5:80"\n',
+    "channels.http.listen",
+    /accepts connections from other machines/,
+  ],
+  [
+    'workspace = "/"',
+    BASE.replace('workspace = "ws"', 'workspace = "/"'),
+    "agent.workspace",
+    /is "\/": the owner's file tools reach the whole file system/,
+  ],
+  [
+    "an HTTP section with tokens, left disabled",
+    BASE + "[channels.http]\n" + HTTP_TOKEN.replace("[[", "[[").trim() + "\n",
+    "channels.http.enabled",
+    /\[channels\.http\] sets tokens but the channel is not enabled \(enabled defaults to false\)/,
+  ],
+  [
+    "an HTTP section with a listen address, left disabled",
+    BASE + '[channels.http]\nlisten = "127.0.0.1:9000"\n',
+    "channels.http.enabled",
+    /\[channels\.http\] sets listen but the channel is not enabled/,
+  ],
+  [
+    "a terminal section naming its user, disabled",
+    BASE + '[channels.terminal]\nenabled = false\nuser = "alice"\n',
+    "channels.terminal.enabled",
+    /\[channels\.terminal\] sets user but the channel is not enabled; set enabled = true/,
+  ],
+  [
+    "a telegram section left disabled",
+    BASE + '[channels.telegram]\ntoken_env = "TG_TOKEN"\n',
+    "channels.telegram.enabled",
+    /\[channels\.telegram\] sets token_env but the channel is not enabled/,
+  ],
+];
+
+for (const [label, text, path, expected] of WARNINGS) {
+  Deno.test(`warning: ${label} → that one warning on ${path}, exit 0`, async () => {
+    const { code, output } = await check(text, [], availableProbe, {
+      ANTHROPIC_API_KEY: "k",
+      BOB_TOKEN: "t",
+      TG_TOKEN: "t",
+    });
+    strictEqual(code, 0, output);
+    const warnings = output.split("\n").filter((l) => l.startsWith("warning: "));
+    strictEqual(warnings.length, 1, output);
+    ok(warnings[0].startsWith(`warning: coop.toml: ${path}: `), warnings[0]);
+    ok(expected.test(warnings[0]), `${warnings[0]} !~ ${expected}`);
+  });
+}
+
+Deno.test("no warning for loopback listeners or a channel switched off and nothing else", async () => {
+  const quiet = [
+    ...["127.0.0.1:8787", "127.0.0.2:1", "localhost:80", "[::1]:8787"].map((listen) =>
+      BASE + HTTP_TOKEN + `[channels.http]\nenabled = true\nlisten = "${listen}"\n`
+    ),
+    BASE + "[channels.http]\nenabled = false\n",
+    BASE + "[channels.terminal]\nenabled = false\n",
+    BASE + '[channels.terminal]\nuser = "alice"\n',
+  ];
+  for (const text of quiet) {
+    const { code, output } = await check(text, [], availableProbe, {
+      ANTHROPIC_API_KEY: "k",
+      BOB_TOKEN: "t",
+    });
+    strictEqual(code, 0, output);
+    ok(output.includes("ok (0 warnings)"), output);
+  }
+});
+
+Deno.test("a provider base_url that is not http(s) is an error naming the key", async () => {
+  for (const url of ["ftp://models.example/v1", "file:///run/llm.sock", "ws://127.0.0.1:9/v1"]) {
+    const text = BASE +
+      `[[providers]]\nname = "local"\nkind = "openai_compatible"\nbase_url = "${url}"\n`;
+    const { code, output } = await check(text);
+    strictEqual(code, 1, output);
+    const errors = output.split("\n").filter((l) => l.startsWith("error: "));
+    deepStrictEqual(errors, [
+      `error: coop.toml: providers[1].base_url: must be an http:// or https:// URL (the provider ` +
+      `is called over HTTP), got "${url}"`,
+    ]);
+  }
+  const https = BASE +
+    '[[providers]]\nname = "local"\nkind = "openai_compatible"\nbase_url = "http://127.0.0.1:8080/v1"\n';
+  strictEqual((await check(https)).code, 0);
 });
 
 Deno.test("F23: auto-run files in a non-owner's workspace are listed, the owner's are not", async () => {

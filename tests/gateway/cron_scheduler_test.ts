@@ -351,13 +351,38 @@ Deno.test("duplicate job names and invalid schedules are refused with stable cod
   }
   const problems: Array<[string, RegExp]> = [
     ["every day", /expected 5 fields/],
-    ["*/60 * * * *", /minute step 60 is larger than 59/],
-    ["0 0 * */13 *", /month step 13 is larger than 12/],
-    ["0 9 * * mon-fry", /day of week "1-fry" is not .* \(names: SUN-SAT\)/],
-    ["0 9 * janu *", /month "janu" is not .* \(names: JAN-DEC\)/],
-    ["0 mon * * *", /hour "mon" is not \*, N, N-M or a list\/step of those$/],
+    ["0 0 0 * * *", /expected 5 fields .*got 6/], // croner's seconds field is not Coop's format
+    ["*/61 * * * *", /^minute "\*\/61": steps cannot be greater than/],
+    ["0 0 * */13 *", /^month "\*\/13": steps cannot be greater than/],
+    ["*/0 * * * *", /^minute "\*\/0": illegal stepping: 0$/],
+    ["5-1 * * * *", /^minute "5-1": From value is larger than to value/],
+    ["60 * * * *", /^minute 60 is outside 0-59$/],
+    ["0 24 * * *", /^hour 24 is outside 0-23$/],
+    ["0 0 0 * *", /^day of month 0 is outside 1-31$/], // croner says "day: -1"
+    ["0 0 32 * *", /^day of month 32 is outside 1-31$/],
+    ["0 0 * 0 *", /^month 0 is outside 1-12$/],
+    ["0 0 * 13 *", /^month 13 is outside 1-12$/],
+    ["0 0 * * 8", /^day of week 8 is outside 0-7$/],
+    ["0 9 * * mon-fry", /^day of week "mon-fry": "fry" is not one of SUN-SAT$/],
+    ["0 9 * janu *", /^month "janu": "janu" is not one of JAN-DEC$/],
+    ["0 mon * * *", /^hour "mon" may only use digits, \*, ",", "-" and "\/"$/],
+    // croner's extensions are not cron(5): last day, nearest weekday, nth weekday, "?".
+    ["0 0 L * *", /^day of month "L" may only use digits/],
+    ["0 0 1W * *", /^day of month "1W" may only use digits/],
+    ["0 0 * * 5#2", /^day of week "5#2" may only use digits.* and the names SUN-SAT$/],
+    ["0 0 * * 5L", /^day of week "5L": "L" is not one of SUN-SAT$/],
+    ["0 0 ? * *", /^day of month "\?" may only use digits/],
     ["@fortnightly", /unknown shortcut "@fortnightly" \(one of @yearly, .*@hourly\)/],
   ];
+  const valid = [
+    "@daily",
+    "@DAILY",
+    "0 9 * * MON-FRI",
+    "5/15 * * * *",
+    "0 0 * * 7",
+    "*/60 * * * *",
+  ];
+  for (const schedule of valid) strictEqual(cronScheduleProblem(schedule), null, schedule);
   for (const [schedule, expected] of problems) {
     match(String(cronScheduleProblem(schedule)), expected, schedule);
   }

@@ -194,9 +194,15 @@ Deno.test({
       await proxy.close();
       await server.shutdown();
     }
-    // Both connections were closed by the proxy: the client reads EOF.
+    // Both connections were closed by the proxy: the client reads EOF. The idle one may see
+    // ECONNRESET instead: AF_UNIX resets the peer of a socket closed with unread data
+    // (unix_release_sock), which is the case when close() comes before the relay thread has
+    // read the partial head — under load it often does.
     assertEquals(await tunnel.read(new Uint8Array(10)), null);
-    assertEquals(await idle.read(new Uint8Array(10)), null);
+    const idleEnd = await idle.read(new Uint8Array(10)).catch((e: unknown) =>
+      e instanceof Deno.errors.ConnectionReset ? "reset" : Promise.reject(e)
+    );
+    assert(idleEnd === null || idleEnd === "reset", `the idle connection read ${idleEnd}`);
     tunnel.close();
     idle.close();
     assertEquals(relayThreads(), 0, "close() joins every relay thread");

@@ -28,6 +28,17 @@ sandboxTest("a missing command exits 127 with a clear message", async () => {
   assertMatch(r.stderr, /no-such-command-xyz: command not found \(ENOENT\)/);
 });
 
+sandboxTest("a script without #! (ENOEXEC) and one killed by SIGUSR1 say so", async () => {
+  const r = await withWorkspace(async (workspace) => {
+    await Deno.writeTextFile(`${workspace}/script`, "echo hi\n", { mode: 0o755 });
+    return exec({ workspace }, ["/work/script"]);
+  });
+  assertEquals(r.exitCode, 126);
+  assertMatch(r.stderr, /\/work\/script: not a program this system runs .*\(ENOEXEC\)/);
+  const usr1 = await sh("kill -USR1 $$");
+  assertEquals([usr1.exitCode, usr1.signal], [138, "SIGUSR1"]);
+});
+
 sandboxTest("stdin is delivered and closed", async () => {
   const r = await withWorkspace((workspace) =>
     exec({ workspace }, ["sh", "-c", "tr a-z A-Z"], { stdin: "quiet input\n" })

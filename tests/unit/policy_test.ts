@@ -1,7 +1,5 @@
 import { assertEquals, assertMatch, assertThrows } from "../assert.ts";
 import { resolvePolicy, SandboxPolicyError } from "../../src/sandbox/mod.ts";
-import { decodeWaitStatus } from "../../src/sandbox/wait_status.ts";
-import { parseDuration } from "../../src/cli/duration.ts";
 
 Deno.test("a policy needs only a workspace; defaults are deny-by-default", () => {
   const p = resolvePolicy({ workspace: "/srv/ws" });
@@ -28,19 +26,4 @@ Deno.test("invalid policy fields are named in the error", () => {
     const error = assertThrows(() => resolvePolicy(input as never), SandboxPolicyError);
     assertMatch(error.message, message);
   }
-});
-
-Deno.test("wait statuses decode like a shell reports them", () => {
-  assertEquals(decodeWaitStatus(7 << 8), { exitCode: 7, signal: null });
-  assertEquals(decodeWaitStatus(9), { exitCode: 137, signal: "SIGKILL" });
-  assertEquals(decodeWaitStatus(15), { exitCode: 143, signal: "SIGTERM" });
-});
-
-Deno.test("durations: units, bare seconds, and garbage", () => {
-  assertEquals(parseDuration("500ms"), 500);
-  assertEquals(parseDuration("30s"), 30_000);
-  assertEquals(parseDuration("2m"), 120_000);
-  assertEquals(parseDuration("5"), 5_000);
-  assertEquals(parseDuration("0s"), undefined);
-  assertEquals(parseDuration("ten"), undefined);
 });

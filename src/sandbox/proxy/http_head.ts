@@ -5,6 +5,7 @@
  * the proxy rewrites.
  * @module
  */
+import { Buffer } from "node:buffer";
 
 /** Largest request head the proxy reads (request line and headers); HEAD_MAX in ffi/relay.c. */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -67,8 +68,5 @@ export function textResponse(
   };
   const head = `HTTP/1.1 ${status} ${reason}\r\n` +
     Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("") + "\r\n";
-  const out = new Uint8Array(head.length + bytes.length);
-  out.set(latin1ToBytes(head));
-  out.set(bytes, head.length);
-  return out;
+  return Buffer.concat([latin1ToBytes(head), bytes]);
 }

@@ -8,7 +8,7 @@
  * `{u32 id, u32 kind, i32 value}`; every FFI call returns at once.
  * @module
  */
-import type { Buffer } from "node:buffer";
+import { Buffer } from "node:buffer";
 import net from "node:net";
 import { ERRNO, errnoName } from "../errno.ts";
 import { loadTrampoline, type Trampoline } from "../ffi.ts";
@@ -128,10 +128,9 @@ export async function listenRelay(
 
   let pending = new Uint8Array(0);
   events.on("data", (chunk: Buffer) => {
-    const bytes = new Uint8Array(pending.length + chunk.length);
-    bytes.set(pending);
-    bytes.set(chunk, pending.length);
-    const view = new DataView(bytes.buffer);
+    const bytes = Buffer.concat([pending, chunk]);
+    // A Buffer may be a window into a shared pool: read it through its own offset.
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let offset = 0;
     for (; offset + EVENT_BYTES <= bytes.length; offset += EVENT_BYTES) {
       dispatch(

@@ -20,6 +20,8 @@ import {
   textResponse,
 } from "./http_head.ts";
 import { errnoText } from "../errno.ts";
+import { sameSecret } from "../secret_compare.ts";
+import { randomBytes } from "node:crypto";
 import { listenRelay, type RelayConnection } from "./native_relay.ts";
 
 /** Resolves a host name to IP addresses (IPv4 and IPv6). */
@@ -148,13 +150,8 @@ function tokenMatches(head: RequestHead, token: string): boolean {
   } catch {
     return false;
   }
-  const expected = `${PROXY_USER}:${token}`;
-  // Constant time over the expected length: the token is the sandbox's only credential.
-  let diff = decoded.length ^ expected.length;
-  for (let i = 0; i < expected.length; i++) {
-    diff |= expected.charCodeAt(i) ^ (decoded.charCodeAt(i) || 0);
-  }
-  return diff === 0;
+  // Constant time: the token is the sandbox's only credential. atob gives one char per byte.
+  return sameSecret(latin1ToBytes(decoded), latin1ToBytes(`${PROXY_USER}:${token}`));
 }
 
 /** Headers a forwarded plain-HTTP request loses: hop-by-hop and the proxy's own. */
@@ -182,8 +179,7 @@ function originRequest(head: RequestHead, url: URL): Uint8Array {
 }
 
 function randomToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomBytes(24).toString("hex");
 }
 
 /**

@@ -87,26 +87,57 @@ echo zombies=$zombies; echo last_pid=$(sh -c 'echo $$')`,
   },
 ]);
 
-/** R1: a fork bomb under pids 64 is contained and leaves nothing behind. */
+/**
+ * R1: a fork bomb under pids 64 is contained and leaves nothing behind.
+ *
+ * The counting shell forks nothing once the bomb runs: dash exits on a failed fork ("Cannot
+ * fork", status 2, nothing printed), and with every slot taken its own `sleep` or `$(…)` loses
+ * that race. A walk of `/proc` while the bomb churns counts processes that never coexisted (one
+ * reaped behind the walk, one born ahead of it), so each sample freezes the sandbox
+ * (`kill -STOP -1`) and counts only once every process is stopped or a zombie — no fork is then
+ * in flight — and every listed one is still there after the walk.
+ */
 function forkBomb(): Attack {
   const marker = `coop-bomb-${Math.floor(Math.random() * 1e9)}`;
+  // Only builtins once the bomb starts; prints the peak of the settled counts.
+  const script = `settled() {
+    for p; do
+      [ "$p" = /proc/1 ] || [ "$p" = /proc/$$ ] && continue
+      read -r pid comm state rest 2>/dev/null <"$p/stat" || return 1
+      case $state in T | Z) ;; *) return 1 ;; esac
+    done
+  }
+  sleep 1 & timer=$!
+  ( b() { b | b & }; b ) &
+  peak=0 samples=0
+  while kill -0 $timer 2>/dev/null; do
+    kill -STOP -1
+    tries=0
+    while [ $tries -lt 100 ]; do
+      set -- /proc/[0-9]*
+      settled "$@" && break
+      tries=$((tries + 1))
+    done
+    if [ $tries -lt 100 ]; then
+      samples=$((samples + 1))
+      [ $# -gt $peak ] && peak=$#
+    fi
+    kill -CONT -1
+  done
+  echo procs=$peak
+  echo samples=$samples`;
   return {
     id: "R1",
     name: "fork bomb under pids 64",
     policy: { pidsLimit: 64 },
     timeoutMs: 10_000,
-    argv: [
-      "sh",
-      "-c",
-      // Once the bomb runs, the script itself never forks: dash exits on a failed fork, and
-      // under load the bomb can hold every slot by then ("NaN processes"). So the sleeper and the
-      // bomb's one subshell are forked first, and the count is the shell's own glob.
-      "b() { b | b & }; sleep 1 & s=$!; (b) & wait $s; set -- /proc/[0-9]*; echo procs=$#",
-      marker,
-    ],
+    argv: ["sh", "-c", script, marker],
     expect: (r) => {
-      const procs = Number(keyValues(r.stdout).procs);
-      assert(procs > 0 && procs <= 64, `${procs} processes inside`);
+      const out = keyValues(r.stdout);
+      const procs = Number(out.procs);
+      assert(procs > 0 && procs <= 64, `${procs} processes inside (${out.samples} samples)`);
+      // The limit stopped the bomb (it did not just end): forks were refused inside.
+      assertMatch(r.stderr, /Cannot fork/);
       if (r.limits.path !== "rlimit") assertEquals(r.pidsLimitHit, true);
       assertEquals(hostProcessesWith(marker), [], "every bomb process is gone from the host");
     },
