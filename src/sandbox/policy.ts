@@ -4,7 +4,9 @@
  */
 import { z } from "zod";
 import { SandboxPolicyError } from "./errors.ts";
+import { parseSocketAddress } from "./proxy/address_policy.ts";
 import { parseAllowEntry } from "./proxy/allowlist.ts";
+import { DEFAULT_PROXY_MAX_CONNECTIONS } from "./proxy/policy_proxy.ts";
 
 /** Network modes the Linux sandbox implements. */
 export const NETWORK_MODES = ["none", "host", "proxy"] as const;
@@ -72,6 +74,26 @@ const policySchema = z.strictObject({
     z.string().superRefine((value, ctx) => {
       try {
         parseAllowEntry(value);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+      }
+    }),
+  ).default([]),
+  /**
+   * Most connections open at once through the proxy (network "proxy"); each costs a relay
+   * thread in the gateway, and more are refused with a 503 (ATTACKS R11). Default 64.
+   */
+  proxyMaxConnections: z.number().int("must be a whole number")
+    .min(1, "must be at least 1").max(4096, "must be at most 4096")
+    .default(DEFAULT_PROXY_MAX_CONNECTIONS),
+  /**
+   * `IP:PORT` sockets the proxy never dials, not even for an IP-literal entry: the gateway's
+   * own listeners (port 0: every port; an address of this host stands for all of them).
+   */
+  proxyNeverDial: z.array(
+    z.string().superRefine((value, ctx) => {
+      try {
+        parseSocketAddress(value);
       } catch (error) {
         ctx.addIssue({ code: "custom", message: (error as Error).message });
       }

@@ -75,6 +75,8 @@ export interface SandboxStatus {
   limits: AppliedLimits;
   /** Requests the policy proxy refused (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
+  /** Connections the proxy refused because `proxyMaxConnections` were open (0 otherwise). */
+  proxyRefusedConnections: number;
 }
 
 /** A running sandboxed command. */
@@ -275,12 +277,20 @@ function startProxy(
     allowDomains: policy.allowDomains,
     resolve: options.proxy?.resolve,
     allowPrivateAddresses: options.proxy?.allowPrivateAddresses,
+    neverDial: policy.proxyNeverDial,
+    maxConnections: policy.proxyMaxConnections,
     socketOwner: (Deno.uid() ?? 0) === 0 ? ids : undefined,
     onDenied: (denial) =>
       log.warn("sandbox.proxy_denied {command}: {host}:{port} {reason}", {
         command: argv[0],
         ...denial,
       }),
+    onCapReached: (maxConnections) =>
+      log.warn(
+        "sandbox.limit.proxy_connections {command}: {maxConnections} proxy connections open; " +
+          "refusing more",
+        { command: argv[0], maxConnections },
+      ),
   });
 }
 
@@ -328,6 +338,7 @@ function track(
       ...violations,
       limits,
       proxyDenials: [...(proxy?.denials ?? [])],
+      proxyRefusedConnections: proxy?.refusedConnections ?? 0,
     };
   });
 

@@ -2,11 +2,31 @@
  * The policy proxy behind network "proxy": allowlist, address checks and the proxy server.
  * @module
  */
-export { forbiddenRange } from "./address_policy.ts";
-export { type AllowEntry, Allowlist, DEFAULT_PORTS, parseAllowEntry } from "./allowlist.ts";
+export {
+  type AddressDecision,
+  decideAddress,
+  type DialRules,
+  type HostNetwork,
+  type IpAddress,
+  parseAddress,
+  parseSocketAddress,
+  reduceAddress,
+  type SocketAddress,
+  specialRange,
+} from "./address_policy.ts";
+export {
+  type AllowEntry,
+  Allowlist,
+  canonicalAddress,
+  DEFAULT_PORTS,
+  parseAllowEntry,
+} from "./allowlist.ts";
+export { hostNetwork } from "./host_network.ts";
 export {
   decide,
+  type DecideOptions,
   type Decision,
+  DEFAULT_PROXY_MAX_CONNECTIONS,
   type PolicyProxy,
   type PolicyProxyOptions,
   PROXY_USER,

@@ -3,14 +3,22 @@
  * unix socket (the sandbox's forwarder relays 127.0.0.1:3128 to it) that answers CONNECT and
  * absolute-URI requests, and only for the holder of its token, to the allowlisted
  * `host:port`s. It resolves names itself — names that are not allowed are never resolved —,
- * refuses every address that is not public unicast (loopback, private, link-local and
- * metadata, CGNAT, multicast, this host's own addresses) and dials the address it checked.
+ * lets `decideAddress()` refuse every address that is not public unicast (loopback, private,
+ * link-local and metadata, CGNAT, this host's own addresses and subnets, …) unless the owner
+ * consented with an IP-literal entry, and dials the address it checked.
  *
- * One proxy per sandbox: its token, allowlist and denials are that sandbox's alone.
+ * One proxy per sandbox: its token, allowlist, denials and connection cap are that sandbox's
+ * alone.
  * @module
  */
-import { forbiddenRange } from "./address_policy.ts";
-import { Allowlist, isIpLiteral, normalizeHost } from "./allowlist.ts";
+import {
+  decideAddress,
+  type HostNetwork,
+  parseSocketAddress,
+  type SocketAddress,
+} from "./address_policy.ts";
+import { Allowlist, canonicalAddress, isIpLiteral, normalizeHost } from "./allowlist.ts";
+import { hostNetwork } from "./host_network.ts";
 import {
   bytesToLatin1,
   headerValue,
@@ -45,8 +53,17 @@ export interface PolicyProxyOptions {
    * need servers on the host's loopback; production never sets it.
    */
   allowPrivateAddresses?: boolean;
+  /**
+   * `IP:PORT` sockets never dialed, even for an IP-literal entry (the gateway's own listeners;
+   * port 0: every port). An address of this host stands for all of them.
+   */
+  neverDial?: readonly string[];
+  /** Most connections open at once; more are refused with a 503. Default 64. */
+  maxConnections?: number;
   /** Called for each denial, as it happens. */
   onDenied?: (denial: ProxyDenial) => void;
+  /** Called when the connection cap first refuses a connection. */
+  onCapReached?: (maxConnections: number) => void;
   /** Owner of the socket directory and socket: the sandbox's outer ids, when they differ. */
   socketOwner?: { uid: number; gid: number };
 }
@@ -59,12 +76,16 @@ export interface PolicyProxy {
   readonly token: string;
   /** Denials so far. */
   readonly denials: readonly ProxyDenial[];
+  /** Connections refused so far because `maxConnections` were open. */
+  readonly refusedConnections: number;
   /** Stops listening, closes every open connection and removes the socket. */
   close(): Promise<void>;
 }
 
 /** User name in the proxy URL; the password is the token. */
 export const PROXY_USER = "coop";
+/** Default cap on one proxy's open connections: each costs a relay thread in the gateway. */
+export const DEFAULT_PROXY_MAX_CONNECTIONS = 64;
 const RESOLVE_TIMEOUT_MS = 5_000;
 // The head (30 s) and connect (10 s) timeouts are enforced by the relay (ffi/relay.c).
 
@@ -78,51 +99,76 @@ export async function systemResolver(name: string): Promise<string[]> {
   return [...a, ...aaaa];
 }
 
-function hostAddresses(): Set<string> {
-  try {
-    return new Set(Deno.networkInterfaces().map((i) => i.address.toLowerCase()));
-  } catch {
-    return new Set();
-  }
+/** What `decide()` needs besides the allowlist. */
+export interface DecideOptions {
+  /** Name resolution. */
+  resolve: Resolver;
+  /** Test hook: every address counts as consented (the rules that never lift still apply). */
+  allowPrivateAddresses?: boolean;
+  /** Sockets never dialed, even for an IP-literal entry: the gateway's own. */
+  neverDial?: readonly SocketAddress[];
+  /** This host's interfaces; default `hostNetwork()`, read on each decision. */
+  hostNetwork?: () => HostNetwork;
 }
 
 /** The outcome of the policy for one `host:port`. */
 export type Decision = { address: string } | { reason: string };
 
-/** Applies allowlist, resolution and address checks; exported for unit tests. */
+const NAME_RULE = "the proxy dials only public addresses for a name; an owner can allow one " +
+  "private service by its address, with an IP-literal entry such as 10.0.0.5:8080";
+const LITERAL_RULE = "which the proxy never dials, not even for an IP-literal entry";
+
+/**
+ * Applies the allowlist, resolution and `decideAddress()` to one `host:port`; the address it
+ * returns is the reduced, canonical one the relay must dial. Exported for unit tests.
+ */
 export async function decide(
   allowlist: Allowlist,
-  rawHost: string,
-  port: number,
-  resolve: Resolver,
-  allowPrivateAddresses: boolean,
+  target: { host: string; port: number },
+  options: DecideOptions,
 ): Promise<Decision> {
-  const host = normalizeHost(rawHost);
+  const { port } = target;
+  const host = normalizeHost(target.host);
   if (host === null) return { reason: "is not a valid host name" };
+  const literal = isIpLiteral(host);
+  if (literal && canonicalAddress(host) === null) return { reason: "is not a valid IP address" };
   if (!allowlist.match(host, port)) {
     return allowlist.hasHost(host)
       ? { reason: `uses port ${port}, which the allowlist does not allow for this host` }
       : { reason: "is not in the allowlist" };
   }
+  let network: HostNetwork;
+  try {
+    network = (options.hostNetwork ?? hostNetwork)();
+  } catch (error) {
+    return {
+      reason: "cannot be checked: the proxy could not list this host's network interfaces " +
+        `(${(error as Error).message})`,
+    };
+  }
   let addresses: string[];
   try {
-    addresses = isIpLiteral(host) ? [host] : await resolve(host);
+    addresses = literal ? [host] : await options.resolve(host);
   } catch {
     addresses = [];
   }
   if (addresses.length === 0) return { reason: "could not be resolved" };
-  if (allowPrivateAddresses) return { address: addresses[0] };
-  const own = hostAddresses();
-  let refused = "";
+  // Only an IP-literal entry consents to a non-public address; a name never does.
+  const rules = {
+    host: network,
+    port,
+    consent: literal || options.allowPrivateAddresses,
+    neverDial: options.neverDial,
+  };
+  let first: { shown: string; refused: string } | undefined;
   for (const address of addresses) {
-    const range = forbiddenRange(address) ??
-      (own.has(address.toLowerCase()) ? "an address of the Coop host itself" : null);
-    if (range === null) return { address };
-    refused ||= `${address}, ${range}`;
+    const decision = decideAddress(address, rules);
+    if ("address" in decision) return decision;
+    first ??= decision;
   }
   return {
-    reason: `resolves to ${refused}; the proxy never dials loopback, private, link-local, ` +
-      "metadata or multicast addresses",
+    reason: `resolves to ${first!.shown}, ${first!.refused}; ` +
+      (literal ? LITERAL_RULE : NAME_RULE),
   };
 }
 
@@ -181,6 +227,18 @@ function originRequest(head: RequestHead, url: URL): Uint8Array {
   return latin1ToBytes(lines.join("\r\n") + "\r\n\r\n");
 }
 
+/** What a connection beyond the cap gets, before its request is even read. */
+function capReply(maxConnections: number): Uint8Array {
+  return textResponse(
+    503,
+    "Service Unavailable",
+    `coop: blocked by sandbox policy: this sandbox already has ${maxConnections} connections ` +
+      "open through its proxy, the most it may have at once. Close connections you no longer " +
+      "need, or open fewer in parallel, then retry.\n",
+    { "Retry-After": "1" },
+  );
+}
+
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -199,8 +257,12 @@ function randomToken(): string {
  */
 export async function startPolicyProxy(options: PolicyProxyOptions): Promise<PolicyProxy> {
   const allowlist = new Allowlist(options.allowDomains);
-  const resolve = options.resolve ?? systemResolver;
-  const allowPrivate = options.allowPrivateAddresses ?? false;
+  const decideOptions: DecideOptions = {
+    resolve: options.resolve ?? systemResolver,
+    allowPrivateAddresses: options.allowPrivateAddresses ?? false,
+    neverDial: (options.neverDial ?? []).map(parseSocketAddress),
+  };
+  const maxConnections = options.maxConnections ?? DEFAULT_PROXY_MAX_CONNECTIONS;
   const token = randomToken();
   const dir = await Deno.makeTempDir({ prefix: "coop-proxy-" });
   const socketPath = `${dir}/proxy.sock`;
@@ -257,7 +319,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
       return;
     }
     const shown = target.host.replace(/^\[(.*)\]$/, "$1");
-    const decision = await decide(allowlist, target.host, target.port, resolve, allowPrivate);
+    const decision = await decide(allowlist, target, decideOptions);
     if ("reason" in decision) {
       deny(client, normalizeHost(target.host) ?? shown, target.port, decision.reason);
       return;
@@ -283,11 +345,16 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
   try {
-    relay = await listenRelay(socketPath, (client) => {
-      const task = handle(client)
-        .catch(() => client.reply(new Uint8Array()))
-        .finally(() => handlers.delete(task));
-      handlers.add(task);
+    relay = await listenRelay(socketPath, {
+      onConnection(client) {
+        const task = handle(client)
+          .catch(() => client.reply(new Uint8Array()))
+          .finally(() => handlers.delete(task));
+        handlers.add(task);
+      },
+      maxConnections,
+      refusal: capReply(maxConnections),
+      onRefused: (total) => total === 1 && options.onCapReached?.(maxConnections),
     });
     if (options.socketOwner) {
       await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
@@ -304,6 +371,9 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     socketPath,
     token,
     denials,
+    get refusedConnections() {
+      return relay?.refusedConnections ?? 0;
+    },
     close() {
       closing ??= release();
       return closing;
