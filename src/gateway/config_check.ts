@@ -10,6 +10,7 @@ import type { CoopConfig } from "./config.ts";
 import type { ConfigDiagnostic } from "./config_diagnostic.ts";
 import { nextCronRun } from "./cron_schedule.ts";
 import { isWildcardPattern } from "./match_pattern.ts";
+import { checkNetwork } from "./network_check.ts";
 import { userScopeDirectory } from "./user_scope.ts";
 
 function error(code: string, path: string, message: string): ConfigDiagnostic {
@@ -371,5 +372,6 @@ export function checkConfig(
   checkSandbox(config, out);
   checkPrivatePaths(config, out);
   checkChannels(config, out);
+  checkNetwork(config, out);
   return out;
 }
