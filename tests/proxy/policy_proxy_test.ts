@@ -4,6 +4,7 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { decide, startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
 import { Allowlist } from "../../src/sandbox/proxy/allowlist.ts";
 import { parseSocketAddress } from "../../src/sandbox/proxy/address_policy.ts";
+import { relayThreads } from "../sandbox/harness.ts";
 
 /** Sends `request` to the proxy and returns everything it answers until it closes. */
 async function ask(socketPath: string, request: string): Promise<string> {
@@ -183,17 +184,6 @@ Deno.test("decide: an IP-literal entry consents to that address; a name never do
   });
   assertMatch((blind as { reason: string }).reason, /could not list this host's network/);
 });
-
-/** Threads of this process that ffi/relay.c started. */
-function relayThreads(): number {
-  return [...Deno.readDirSync("/proc/self/task")].filter((task) => {
-    try {
-      return Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim() === "coop-relay";
-    } catch {
-      return false; // exited while we looked
-    }
-  }).length;
-}
 
 Deno.test({
   name: "proxy: bodies after the head, 502 on a refused connect, close ends every connection",
