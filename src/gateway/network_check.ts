@@ -110,8 +110,9 @@ function checkHostNetwork(config: CoopConfig, out: ConfigDiagnostic[]): void {
       code: "config.network_host",
       path: `${table.path}.network`,
       message: `network = "host" gives ${table.who} the host's network: the host's loopback ` +
-        "services (databases, model servers, Coop's own ports) and abstract unix socket names " +
-        'are reachable from their commands. Use network = "proxy" with allow_domains instead',
+        "services (databases, model servers, Coop's own ports) are reachable from their " +
+        "commands, and so are its abstract unix socket names where the kernel lacks Landlock " +
+        'ABI 6. Use network = "proxy" with allow_domains instead',
     });
   }
 }
