@@ -30,12 +30,15 @@ export {
 } from "./proxy/mod.ts";
 export type {
   AddressDecision,
+  AllowEntry,
   DialRules,
   HostNetwork,
+  IpAddress,
   PolicyProxy,
   PolicyProxyOptions,
   ProxyDenial,
   Resolver,
+  SocketAddress,
 } from "./proxy/mod.ts";
 export { MIN_MEMORY_BYTES, NETWORK_MODES, resolvePolicy } from "./policy.ts";
 export { planLimits } from "./limits.ts";

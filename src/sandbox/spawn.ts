@@ -20,12 +20,8 @@ import { startSandbox } from "./prestart.ts";
 import { protectedPathsIn } from "./protected_paths.ts";
 import { waitForExit } from "./reaper.ts";
 import { setupFailure } from "./setup_failure.ts";
-import {
-  type PolicyProxy,
-  type ProxyDenial,
-  type Resolver,
-  startPolicyProxy,
-} from "./proxy/policy_proxy.ts";
+import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/policy_proxy.ts";
+import type { Resolver } from "./proxy/proxy_decision.ts";
 import { buildSpec } from "./spec.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
 

@@ -1,7 +1,8 @@
 // The policy proxy on its own, spoken to over its unix socket as the sandbox's forwarder
 // would: no sandbox needed.
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { decide, startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
+import { startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
+import { decide } from "../../src/sandbox/proxy/proxy_decision.ts";
 import { Allowlist } from "../../src/sandbox/proxy/allowlist.ts";
 import { parseSocketAddress } from "../../src/sandbox/proxy/address_policy.ts";
 import { relayThreads } from "../sandbox/harness.ts";

@@ -26,7 +26,9 @@ export interface HostNetwork {
 
 /** A socket the proxy never dials; port 0 means every port. */
 export interface SocketAddress {
+  /** The address, reduced to IPv4 where it embeds one. */
   address: IpAddress;
+  /** The port; 0 for every port. */
   port: number;
 }
 
@@ -178,10 +180,9 @@ function same(a: IpAddress, b: IpAddress): boolean {
 /** Why no allowlist entry reaches `address`, or null. */
 function neverReachable(address: IpAddress, rules: DialRules): string | null {
   const range = address.range();
-  if (range === "unspecified" || range === "linkLocal" || range === "multicast") {
+  if (["unspecified", "linkLocal", "multicast", "broadcast"].includes(range)) {
     return specialRange(address);
   }
-  if (range === "broadcast") return specialRange(address);
   if (METADATA.some((m) => same(m, address))) return "a cloud metadata endpoint";
   const local = (a: IpAddress) =>
     a.range() === "loopback" || a.range() === "unspecified" || ownInterface(a, rules.host);

@@ -23,16 +23,18 @@ export {
 } from "./allowlist.ts";
 export { hostNetwork } from "./host_network.ts";
 export {
-  decide,
-  type DecideOptions,
-  type Decision,
   DEFAULT_PROXY_MAX_CONNECTIONS,
   type PolicyProxy,
   type PolicyProxyOptions,
   PROXY_USER,
   type ProxyDenial,
   proxyUrl,
-  type Resolver,
   startPolicyProxy,
-  systemResolver,
 } from "./policy_proxy.ts";
+export {
+  decide,
+  type DecideOptions,
+  type Decision,
+  type Resolver,
+  systemResolver,
+} from "./proxy_decision.ts";
