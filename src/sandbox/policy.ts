@@ -23,6 +23,17 @@ export const MIN_MEMORY_BYTES = 16 * 2 ** 20;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
+/** A string that `parse` accepts; its error message becomes the issue's. */
+function parsedBy(parse: (value: string) => unknown) {
+  return z.string().superRefine((value, ctx) => {
+    try {
+      parse(value);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+    }
+  });
+}
+
 const policySchema = z.strictObject({
   workspace: z.string().min(1).refine((p) => p.startsWith("/"), "must be an absolute path"),
   network: z.enum(NETWORK_MODES).default("none"),
@@ -70,15 +81,7 @@ const policySchema = z.strictObject({
   openFiles: z.number().int("must be a whole number").min(64, "must be at least 64")
     .max(1 << 20, "must be at most 1048576").default(1024),
   /** `HOST[:PORT]` entries the proxy allows (network "proxy" only); see docs/network.md. */
-  allowDomains: z.array(
-    z.string().superRefine((value, ctx) => {
-      try {
-        parseAllowEntry(value);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: (error as Error).message });
-      }
-    }),
-  ).default([]),
+  allowDomains: z.array(parsedBy(parseAllowEntry)).default([]),
   /**
    * Most connections open at once through the proxy (network "proxy"); each costs a relay
    * thread in the gateway, and more are refused with a 503 (ATTACKS R11). Default 64.
@@ -90,15 +93,7 @@ const policySchema = z.strictObject({
    * `IP:PORT` sockets the proxy never dials, not even for an IP-literal entry: the gateway's
    * own listeners (port 0: every port; an address of this host stands for all of them).
    */
-  proxyNeverDial: z.array(
-    z.string().superRefine((value, ctx) => {
-      try {
-        parseSocketAddress(value);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: (error as Error).message });
-      }
-    }),
-  ).default([]),
+  proxyNeverDial: z.array(parsedBy(parseSocketAddress)).default([]),
   sandboxUid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
   sandboxGid: z.number().int().min(1).max(2 ** 32 - 2).default(65534),
 }).refine((p) => p.allowDomains.length === 0 || p.network === "proxy", {

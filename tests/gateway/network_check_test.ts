@@ -3,11 +3,11 @@
 // sockets are the gateway's own (never dialed by the proxy).
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
-import { runCheck } from "../../src/cli/check_command.ts";
 import { parseConfig } from "../../src/gateway/config.ts";
 import { gatewaySockets } from "../../src/gateway/gateway_sockets.ts";
 import { SandboxExecutor } from "../../src/gateway/sandbox_executor.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../../src/sandbox/mod.ts";
+import { availableProbe, checkText } from "../fixtures/check_run.ts";
 import { commandResult } from "../fixtures/command_result.ts";
 
 const BASE = `
@@ -24,20 +24,8 @@ match = ["http:bob"]
 `;
 
 async function check(text: string): Promise<{ code: number; lines: string[] }> {
-  const dir = await Deno.makeTempDir({ prefix: "coop-netcheck-" });
-  const file = join(dir, "coop.toml");
-  await Deno.writeTextFile(file, text);
-  let output = "";
-  try {
-    const code = await runCheck(["--config", file], {
-      probe: () => Promise.resolve({ available: true, detail: "fake probe" }),
-      write: (t) => (output += t),
-      env: () => undefined,
-    });
-    return { code, lines: output.replaceAll(file, "coop.toml").split("\n") };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const { code, output } = await checkText(text, [], availableProbe, {});
+  return { code, lines: output.split("\n") };
 }
 
 const warnings = (lines: string[], code: RegExp) => lines.filter((l) => code.test(l));
