@@ -237,9 +237,15 @@ Deno.test({
       await proxy.close();
       await server.shutdown();
     }
-    // Both connections were closed by the proxy: the client reads EOF.
+    // Both connections were closed by the proxy: the client reads EOF — or, for the idle one,
+    // ECONNRESET when the proxy stopped before its thread had read the partial head (a unix
+    // socket closed with unread bytes resets its peer). Either way: closed, nothing answered.
     assertEquals(await tunnel.read(new Uint8Array(10)), null);
-    assertEquals(await idle.read(new Uint8Array(10)), null);
+    const idleEnd = await idle.read(new Uint8Array(10)).catch((error) => {
+      if (error instanceof Deno.errors.ConnectionReset) return null;
+      throw error;
+    });
+    assertEquals(idleEnd, null);
     tunnel.close();
     idle.close();
     assertEquals(relayThreads(), 0, "close() joins every relay thread");
