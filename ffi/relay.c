@@ -12,7 +12,11 @@
  * a pipe that TypeScript reads with node:net (epoll, no thread) as fixed 12-byte events; every
  * FFI call from TypeScript returns at once. Every wait is a poll() that includes the proxy's
  * stop eventfd, so coop_relay_stop ends the acceptor and every connection promptly; the owner
- * then joins each thread (coop_relay_release, coop_relay_free) so none outlives the proxy. */
+ * then joins each thread (coop_relay_release, coop_relay_free) so none outlives the proxy.
+ *
+ * A sandbox could open thousands of connections and hold each one open (ATTACKS R11): at most
+ * max_open connections have a thread at once; the acceptor answers each one past that with the
+ * refusal TypeScript gave it (a 503) and closes it at once, so threads and fds stay bounded. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,14 +42,14 @@
 #define THREAD_STACK (128 * 1024)
 
 /* Events (struct relay_event.kind); keep in sync with src/sandbox/proxy/native_relay.ts. */
-enum { EV_HEAD = 1, EV_DIALED = 2, EV_DONE = 3, EV_ACCEPTOR_EXIT = 4 };
+enum { EV_HEAD = 1, EV_DIALED = 2, EV_DONE = 3, EV_ACCEPTOR_EXIT = 4, EV_REFUSED = 5 };
 /* Commands from TypeScript (struct conn.command). */
 enum { CMD_NONE = 0, CMD_REPLY = 1, CMD_DIAL = 2 };
 
 struct relay_event {
   uint32_t id;
   uint32_t kind;
-  int32_t value; /* EV_DIALED: 0 or -errno */
+  int32_t value; /* EV_DIALED: 0 or -errno; EV_REFUSED: connections refused so far */
 };
 
 struct conn {
@@ -74,6 +78,10 @@ struct relay {
   int stopping;
   uint32_t next_id;
   struct conn *conns;
+  int max_open, open;  /* connections with a thread (started, not yet released); lock */
+  int32_t refused;     /* connections refused past max_open (acceptor only) */
+  unsigned char *refusal;
+  long refusal_len;
 };
 
 static void post(struct relay *r, uint32_t id, uint32_t kind, int32_t value) {
@@ -280,6 +288,12 @@ static void *serve(void *arg) {
   return NULL;
 }
 
+static unsigned char *copy_of(const unsigned char *bytes, long len) {
+  unsigned char *copy = malloc(len ? len : 1);
+  if (copy && len) memcpy(copy, bytes, len);
+  return copy;
+}
+
 /* Starts a thread with every signal blocked: Deno's handlers stay with Deno's threads. */
 static int start_thread(pthread_t *thread, void *(*fn)(void *), void *arg) {
   pthread_attr_t attr;
@@ -295,6 +309,16 @@ static int start_thread(pthread_t *thread, void *(*fn)(void *), void *arg) {
   return error;
 }
 
+/* Past the cap: the refusal (it fits in the socket's buffer, so the send does not wait), then
+ * close, before reading anything — the client reads the 503 and then EOF. */
+static void refuse(struct relay *r, int client) {
+  while (send(client, r->refusal, r->refusal_len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+         errno == EINTR) {
+  }
+  close(client);
+  post(r, 0, EV_REFUSED, ++r->refused);
+}
+
 static void *accept_loop(void *arg) {
   struct relay *r = arg;
   for (;;) {
@@ -307,6 +331,13 @@ static void *accept_loop(void *arg) {
       }
       continue;
     }
+    pthread_mutex_lock(&r->lock);
+    int full = r->open >= r->max_open;
+    pthread_mutex_unlock(&r->lock);
+    if (full) {
+      refuse(r, client);
+      continue;
+    }
     struct conn *c = calloc(1, sizeof *c);
     if (!c) {
       close(client);
@@ -316,7 +347,7 @@ static void *accept_loop(void *arg) {
     pthread_mutex_lock(&r->lock);
     c->id = ++r->next_id;
     int error = start_thread(&c->thread, serve, c);
-    if (error == 0) c->next = r->conns, r->conns = c;
+    if (error == 0) c->next = r->conns, r->conns = c, r->open++;
     pthread_mutex_unlock(&r->lock);
     if (error) close(client), free(c);
   }
@@ -324,17 +355,30 @@ static void *accept_loop(void *arg) {
   return NULL;
 }
 
-/* Listens on unix socket `path` and starts accepting. out[0]: the events fd for TypeScript to
- * read (its own to close); out[1]: errno on failure. Returns the proxy, or NULL. */
-struct relay *coop_relay_start(const char *path, int *out) {
+/* Listens on unix socket `path` and starts accepting, at most max_open connections at once
+ * (each further one gets `refusal` and is closed). out[0]: the events fd for TypeScript to read
+ * (its own to close); out[1]: errno on failure. Returns the proxy, or NULL. */
+struct relay *coop_relay_start(const char *path, int max_open, const unsigned char *refusal,
+                               long refusal_len, int *out) {
   struct sockaddr_un address = {.sun_family = AF_UNIX};
   int events[2] = {-1, -1};
+  if (max_open < 1 || refusal_len < 0) {
+    out[1] = EINVAL;
+    return NULL;
+  }
   struct relay *r = calloc(1, sizeof *r);
   if (!r) {
     out[1] = ENOMEM;
     return NULL;
   }
   r->listener = r->stop = -1;
+  r->max_open = max_open;
+  r->refusal_len = refusal_len;
+  r->refusal = copy_of(refusal, refusal_len);
+  if (!r->refusal) {
+    errno = ENOMEM;
+    goto fail;
+  }
   if (strlen(path) >= sizeof address.sun_path) {
     errno = ENAMETOOLONG;
     goto fail;
@@ -361,6 +405,7 @@ fail:
   if (events[0] >= 0) close(events[0]), close(events[1]);
   if (r->stop >= 0) close(r->stop);
   if (r->listener >= 0) close(r->listener);
+  free(r->refusal);
   free(r);
   return NULL;
 }
@@ -381,12 +426,6 @@ long coop_relay_head(struct relay *r, uint32_t id, unsigned char *buf, long cap)
   if (len > 0) memcpy(buf, c->buf, len);
   pthread_mutex_unlock(&r->lock);
   return len;
-}
-
-static unsigned char *copy_of(const unsigned char *bytes, long len) {
-  unsigned char *copy = malloc(len ? len : 1);
-  if (copy && len) memcpy(copy, bytes, len);
-  return copy;
 }
 
 /* Gives connection id its command; a NULL address means "send to_client and close". */
@@ -450,7 +489,7 @@ int coop_relay_release(struct relay *r, uint32_t id) {
   struct conn **link = &r->conns;
   while (*link && (*link)->id != id) link = &(*link)->next;
   struct conn *c = *link;
-  if (c) *link = c->next;
+  if (c) *link = c->next, r->open--;
   pthread_mutex_unlock(&r->lock);
   if (!c) return -ENOENT;
   pthread_join(c->thread, NULL);
@@ -477,5 +516,6 @@ void coop_relay_free(struct relay *r) {
   close(r->listener), close(r->stop), close(r->events);
   pthread_mutex_destroy(&r->lock);
   pthread_cond_destroy(&r->changed);
+  free(r->refusal);
   free(r);
 }

@@ -231,6 +231,10 @@ function violationNotes(status: SandboxStatus): string {
   for (const d of status.proxyDenials) {
     text += `coop: proxy denied ${d.host}:${d.port}: ${d.reason}\n`;
   }
+  if (status.proxyRefusedConnections > 0) {
+    text += `coop: proxy refused ${status.proxyRefusedConnections} connection(s): more were ` +
+      "open at once than the sandbox's connection cap allows\n";
+  }
   return text;
 }
 

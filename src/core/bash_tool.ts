@@ -36,6 +36,13 @@ export function formatCommandResult(result: CommandResult, timeoutMs: number): s
         "resolver or a raw IP: there is no other route out]",
     );
   }
+  if (result.proxyRefusedConnections) {
+    sections.push(
+      `[blocked by sandbox policy: the proxy refused ${result.proxyRefusedConnections} ` +
+        "connection(s) because too many were open at once; close connections you no longer " +
+        "need or open fewer in parallel]",
+    );
+  }
   sections.push(`[exit code ${result.exitCode}]`);
   if (result.truncated) sections.push("[output capture limit reached; the rest was dropped]");
   return sections.join("\n");

@@ -10,8 +10,16 @@ import type { MemoryStore, TrustLevel } from "./trust.ts";
 /** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
  * the limit fields are present when it ran in the sandbox. */
 export type CommandResult =
-  & Omit<ExecResult, "hardening" | "limits" | "oomKilled" | "pidsLimitHit" | "proxyDenials">
-  & Partial<Pick<ExecResult, "limits" | "oomKilled" | "pidsLimitHit" | "proxyDenials">>;
+  & Omit<ExecResult, "hardening" | SandboxOnly>
+  & Partial<Pick<ExecResult, SandboxOnly>>;
+
+/** Result fields only a sandboxed command has. */
+type SandboxOnly =
+  | "limits"
+  | "oomKilled"
+  | "pidsLimitHit"
+  | "proxyDenials"
+  | "proxyRefusedConnections";
 
 /** Runs a shell command where the caller's trust says it must run (host or sandbox). */
 export type CommandRunner = (

@@ -17,6 +17,7 @@ import { checkPrivatePaths, checkSandbox, checkWorkspace } from "./config_check_
 import { checkSecrets } from "./config_check_secrets.ts";
 import { checkGroups, checkUsers } from "./config_check_users.ts";
 import { checkWorkspaceAccess } from "./workspace_access_check.ts";
+import { checkNetwork } from "./network_check.ts";
 
 /**
  * Returns every problem that needs the whole config: errors stop Coop from starting.
@@ -45,5 +46,6 @@ export function checkConfig(
   checkHttpChannel(config, out);
   checkDisabledChannels(config, out);
   checkWorkspaceAccess(config, out);
+  checkNetwork(config, out);
   return out;
 }

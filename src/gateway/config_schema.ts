@@ -43,6 +43,8 @@ const matchPattern = z.string().superRefine((pattern, ctx) => {
 const sandboxOverrideShape = {
   network: z.enum(CONFIG_NETWORK_MODES).optional(),
   allow_domains: z.array(allowDomain).optional(),
+  max_connections: z.number().int("must be a whole number").min(1, "must be at least 1")
+    .max(4096, "must be at most 4096").optional(),
   memory: memorySize.optional(),
   pids_limit: z.number().int("must be a whole number").positive("must be > 0").optional(),
   cpus: z.number().positive("must be > 0").optional(),

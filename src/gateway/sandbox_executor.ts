@@ -34,6 +34,7 @@ import {
 import type { CoopConfig, CronJobConfig, UserConfig } from "./config.ts";
 import { channelSecrets } from "./channel_secrets.ts";
 import { type AutoexecFile, autoexecFilesIn } from "./autoexec_files.ts";
+import { gatewaySockets } from "./gateway_sockets.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
 import { gatedMemory } from "./memory_access.ts";
 import type { MemoryDatabase } from "./memory_store.ts";
@@ -284,7 +285,11 @@ export class SandboxExecutor {
           );
         }
       }
-      const policy = toSandboxPolicy(settings, workspace);
+      // Not even an owner's IP-literal allowlist entry lets a sandbox reach the gateway itself.
+      const policy = {
+        ...toSandboxPolicy(settings, workspace),
+        proxyNeverDial: gatewaySockets(this.#config),
+      };
       // Once per executor (i.e. at gateway start): a failed self-test refuses every sandboxed
       // command from then on — fail closed, never onto the host.
       this.#gateResult ??= this.#gate();

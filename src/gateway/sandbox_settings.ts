@@ -21,6 +21,8 @@ export interface SandboxSettings {
   network: "none" | "host" | "proxy";
   /** `HOST[:PORT]` entries reachable through the proxy (network `proxy` only). */
   allowDomains: readonly string[];
+  /** Most proxy connections open at once (network `proxy`; the library's default when unset). */
+  proxyMaxConnections?: number;
   /** Memory limit in bytes (cgroup v1 as root, else RLIMIT_AS; docs/limits.md). */
   memoryBytes?: number;
   /** Process limit (cgroup v1 pids.max as root, else RLIMIT_NPROC). */
@@ -45,6 +47,9 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   const out: Partial<SandboxSettings> = {};
   if (raw.network !== undefined) out.network = raw.network;
   if (raw.allow_domains !== undefined) out.allowDomains = raw.allow_domains;
+  if (raw.max_connections !== undefined) {
+    out.proxyMaxConnections = raw.max_connections;
+  }
   if (raw.memory !== undefined) out.memoryBytes = raw.memory;
   if (raw.pids_limit !== undefined) out.pidsLimit = raw.pids_limit;
   if (raw.cpus !== undefined) out.cpus = raw.cpus;
@@ -87,6 +92,9 @@ export function toSandboxPolicy(settings: SandboxSettings, workspace: string): S
     workspace,
     network: settings.network,
     ...(settings.network === "proxy" ? { allowDomains: [...settings.allowDomains] } : {}),
+    ...(settings.proxyMaxConnections !== undefined
+      ? { proxyMaxConnections: settings.proxyMaxConnections }
+      : {}),
     tmpSizeBytes: settings.tmpSizeBytes,
     envPassthrough: [...settings.envPassthrough],
     protectedNames: [...settings.protectedNames],

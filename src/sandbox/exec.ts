@@ -66,6 +66,11 @@ export interface ExecResult {
   limits: AppliedLimits;
   /** Requests the policy proxy refused, in order (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
+  /**
+   * Connections the proxy refused (503) because the policy's `proxyMaxConnections` were open
+   * at once (network "proxy"; 0 otherwise).
+   */
+  proxyRefusedConnections: number;
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -162,6 +167,7 @@ export async function exec(
     pidsLimitHit: status.pidsLimitHit,
     limits: status.limits,
     proxyDenials: status.proxyDenials,
+    proxyRefusedConnections: status.proxyRefusedConnections,
   };
   logViolations(argv[0], result, options.expectViolations);
   log.debug("sandbox.exec {command} exit={exitCode} {durationMs}ms", {
@@ -172,6 +178,7 @@ export async function exec(
     oomKilled: result.oomKilled,
     pidsLimitHit: result.pidsLimitHit,
     proxyDenials: result.proxyDenials.length,
+    proxyRefusedConnections: result.proxyRefusedConnections,
     limitsPath: result.limits.path,
     truncated: result.truncated,
     durationMs: result.durationMs,

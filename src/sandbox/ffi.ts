@@ -26,7 +26,7 @@ const SYMBOLS = {
     result: "i64",
   },
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
-  coop_relay_start: { parameters: ["buffer", "buffer"], result: "pointer" },
+  coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
   coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
   coop_relay_reply: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i32" },
   coop_relay_dial: {

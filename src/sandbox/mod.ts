@@ -20,8 +20,26 @@ export type { ExecOptions, ExecResult } from "./exec.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { discardPrestarted } from "./prestart.ts";
 export type { ProxyTestHooks, SandboxProcess, SandboxStatus, SpawnOptions } from "./spawn.ts";
-export { parseAllowEntry, startPolicyProxy } from "./proxy/mod.ts";
-export type { PolicyProxy, PolicyProxyOptions, ProxyDenial, Resolver } from "./proxy/mod.ts";
+export {
+  decideAddress,
+  hostNetwork,
+  parseAddress,
+  parseAllowEntry,
+  parseSocketAddress,
+  startPolicyProxy,
+} from "./proxy/mod.ts";
+export type {
+  AddressDecision,
+  AllowEntry,
+  DialRules,
+  HostNetwork,
+  IpAddress,
+  PolicyProxy,
+  PolicyProxyOptions,
+  ProxyDenial,
+  Resolver,
+  SocketAddress,
+} from "./proxy/mod.ts";
 export { MIN_MEMORY_BYTES, NETWORK_MODES, resolvePolicy } from "./policy.ts";
 export { planLimits } from "./limits.ts";
 export type { AppliedLimits, LimitPath, LimitPlan } from "./limits.ts";

@@ -5,7 +5,9 @@
 import { z } from "zod";
 import { SandboxPolicyError } from "./errors.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "./host_ids.ts";
+import { parseSocketAddress } from "./proxy/address_policy.ts";
 import { parseAllowEntry } from "./proxy/allowlist.ts";
+import { DEFAULT_PROXY_MAX_CONNECTIONS } from "./proxy/policy_proxy.ts";
 
 /** Network modes the Linux sandbox implements. */
 export const NETWORK_MODES = ["none", "host", "proxy"] as const;
@@ -36,6 +38,17 @@ export const MAX_TMP_SIZE_BYTES = 64 * 2 ** 30;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** A string that `parse` accepts; its error message becomes the issue's. */
+function parsedBy(parse: (value: string) => unknown) {
+  return z.string().superRefine((value, ctx) => {
+    try {
+      parse(value);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+    }
+  });
+}
 
 const policySchema = z.strictObject({
   workspace: z.string().min(1).refine((p) => p.startsWith("/"), "must be an absolute path"),
@@ -85,15 +98,19 @@ const policySchema = z.strictObject({
   openFiles: z.number().int("must be a whole number").min(64, "must be at least 64")
     .max(1 << 20, "must be at most 1048576").default(1024),
   /** `HOST[:PORT]` entries the proxy allows (network "proxy" only); see docs/network.md. */
-  allowDomains: z.array(
-    z.string().superRefine((value, ctx) => {
-      try {
-        parseAllowEntry(value);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: (error as Error).message });
-      }
-    }),
-  ).default([]),
+  allowDomains: z.array(parsedBy(parseAllowEntry)).default([]),
+  /**
+   * Most connections open at once through the proxy (network "proxy"); each costs a relay
+   * thread in the gateway, and more are refused with a 503 (ATTACKS R11). Default 64.
+   */
+  proxyMaxConnections: z.number().int("must be a whole number")
+    .min(1, "must be at least 1").max(4096, "must be at most 4096")
+    .default(DEFAULT_PROXY_MAX_CONNECTIONS),
+  /**
+   * `IP:PORT` sockets the proxy never dials, not even for an IP-literal entry: the gateway's
+   * own listeners (port 0: every port; an address of this host stands for all of them).
+   */
+  proxyNeverDial: z.array(parsedBy(parseSocketAddress)).default([]),
   /**
    * Host uid and gid of sandbox root when the invoker is root (an unprivileged invoker's
    * sandbox root is the invoker: no other id is available to it). They must belong to no host

@@ -23,12 +23,8 @@ import { startSandbox } from "./prestart.ts";
 import { protectedPathsIn } from "./protected_paths.ts";
 import { waitForExit } from "./reaper.ts";
 import { setupFailure } from "./setup_failure.ts";
-import {
-  type PolicyProxy,
-  type ProxyDenial,
-  type Resolver,
-  startPolicyProxy,
-} from "./proxy/policy_proxy.ts";
+import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/policy_proxy.ts";
+import type { Resolver } from "./proxy/proxy_decision.ts";
 import { buildSpec } from "./spec.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
 
@@ -78,6 +74,8 @@ export interface SandboxStatus {
   limits: AppliedLimits;
   /** Requests the policy proxy refused (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
+  /** Connections the proxy refused because `proxyMaxConnections` were open (0 otherwise). */
+  proxyRefusedConnections: number;
 }
 
 /** A running sandboxed command. */
@@ -278,12 +276,20 @@ function startProxy(
     allowDomains: policy.allowDomains,
     resolve: options.proxy?.resolve,
     allowPrivateAddresses: options.proxy?.allowPrivateAddresses,
+    neverDial: policy.proxyNeverDial,
+    maxConnections: policy.proxyMaxConnections,
     socketOwner: (Deno.uid() ?? 0) === 0 ? ids : undefined,
     onDenied: (denial) =>
       log.warn("sandbox.proxy_denied {command}: {host}:{port} {reason}", {
         command: argv[0],
         ...denial,
       }),
+    onCapReached: (maxConnections) =>
+      log.warn(
+        "sandbox.limit.proxy_connections {command}: {maxConnections} proxy connections open; " +
+          "refusing more",
+        { command: argv[0], maxConnections },
+      ),
   });
 }
 
@@ -331,6 +337,7 @@ function track(
       ...violations,
       limits,
       proxyDenials: [...(proxy?.denials ?? [])],
+      proxyRefusedConnections: proxy?.refusedConnections ?? 0,
     };
   });
 

@@ -161,3 +161,32 @@ sandboxTest("coop sandbox exec --network proxy: denials in --json and on stderr"
   assertEquals(streamed.stdout, "403\n");
   assertMatch(streamed.stderr, /coop: proxy denied evil\.example:80: is not in the allowlist/);
 });
+
+const PYTHON = (() => {
+  try {
+    return Deno.statSync("/usr/bin/python3").isFile;
+  } catch {
+    return false;
+  }
+})();
+
+sandboxTest(
+  {
+    name: "coop sandbox exec --network proxy: connections past the cap, in --json and on stderr" +
+      (PYTHON ? "" : " — skipped: needs /usr/bin/python3"),
+    ignore: !PYTHON,
+  },
+  async () => {
+    // 100 connections held open: the default cap admits 64, the rest get a 503 at once.
+    const flood = "import socket, time\n" +
+      "s = [socket.create_connection(('127.0.0.1', 3128)) for i in range(100)]\n" +
+      "time.sleep(0.5)";
+    const args = ["sandbox", "exec", "--network", "proxy"];
+    const json = await coop(...args, "--json", "--", "python3", "-c", flood);
+    const result = JSON.parse(json.stdout);
+    assertEquals(result.exitCode, 0, result.stderr);
+    assertEquals(result.proxyRefusedConnections, 36);
+    const streamed = await coop(...args, "--", "python3", "-c", flood);
+    assertMatch(streamed.stderr, /coop: proxy refused 36 connection\(s\): more were open at once/);
+  },
+);

@@ -1,7 +1,7 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import { runCheck } from "../../src/cli/check_command.ts";
-import type { SandboxProbeResult } from "../../src/gateway/sandbox_probe.ts";
+import { availableProbe, checkText } from "../fixtures/check_run.ts";
 
 const BASE = `
 [agent]
@@ -154,30 +154,7 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ],
 ];
 
-const availableProbe = (): Promise<SandboxProbeResult> =>
-  Promise.resolve({ available: true, detail: "fake probe" });
-
-async function check(
-  text: string,
-  args: string[] = [],
-  probe = availableProbe,
-  env: Record<string, string> = { ANTHROPIC_API_KEY: "k" },
-): Promise<{ code: number; output: string }> {
-  const dir = await Deno.makeTempDir({ prefix: "coop-check-" });
-  const file = join(dir, "coop.toml");
-  await Deno.writeTextFile(file, text);
-  let output = "";
-  try {
-    const code = await runCheck(["--config", file, ...args], {
-      probe,
-      write: (t) => (output += t),
-      env: (name) => env[name],
-    });
-    return { code, output: output.replaceAll(file, "coop.toml") };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+const check = checkText;
 
 Deno.test("the base config is valid", async () => {
   const { code, output } = await check(BASE);

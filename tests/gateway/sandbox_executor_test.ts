@@ -115,6 +115,7 @@ Deno.test("inner bash runs in the sandbox with global settings plus the user's o
       envPassthrough: [],
       protectedNames: [".git"],
       memoryBytes: 256 * 2 ** 20,
+      proxyNeverDial: [],
     });
     strictEqual(executor.settingsFor(bob).memoryBytes, 256 * 2 ** 20);
   });

@@ -1,8 +1,11 @@
 // The policy proxy on its own, spoken to over its unix socket as the sandbox's forwarder
 // would: no sandbox needed.
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { decide, startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
+import { startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
+import { decide } from "../../src/sandbox/proxy/proxy_decision.ts";
 import { Allowlist } from "../../src/sandbox/proxy/allowlist.ts";
+import { parseSocketAddress } from "../../src/sandbox/proxy/address_policy.ts";
+import { relayThreads } from "../sandbox/harness.ts";
 
 /** Sends `request` to the proxy and returns everything it answers until it closes. */
 async function ask(socketPath: string, request: string): Promise<string> {
@@ -100,6 +103,8 @@ Deno.test({
   },
 });
 
+const NO_INTERFACES = { interfaces: [] };
+
 Deno.test("decide: private answers are refused unless the test override is on", async () => {
   const list = new Allowlist(["*.rebind.test", "169.254.169.254"]);
   const { resolve } = recordingResolver({
@@ -108,40 +113,78 @@ Deno.test("decide: private answers are refused unless the test override is on", 
     "meta.rebind.test": ["169.254.169.254"],
     "v6.rebind.test": ["::1", "fd00::1"],
     "mixed.rebind.test": ["10.0.0.1", "93.184.216.34"],
+    "mapped.rebind.test": ["::ffff:93.184.216.34"],
   });
+  const options = { resolve, hostNetwork: () => NO_INTERFACES };
+  const at = (host: string, port = 443) => ({ host, port });
   for (const name of ["lo", "ten", "meta", "v6"]) {
-    const d = await decide(list, `${name}.rebind.test`, 443, resolve, false);
+    const d = await decide(list, at(`${name}.rebind.test`), options);
     assert("reason" in d, name);
-    assertMatch(d.reason, /resolves to .*never dials loopback, private, link-local/);
+    assertMatch(d.reason, /resolves to .*the proxy dials only public addresses for a name/);
   }
   assertMatch(
-    (await decide(list, "169.254.169.254", 80, resolve, false) as { reason: string }).reason,
-    /metadata/,
+    (await decide(list, at("169.254.169.254", 80), options) as { reason: string }).reason,
+    /metadata .*never dials, not even for an IP-literal entry/,
   );
   // The first public answer is pinned; private ones are skipped.
-  assertEquals(await decide(list, "mixed.rebind.test", 443, resolve, false), {
+  assertEquals(await decide(list, at("mixed.rebind.test"), options), {
     address: "93.184.216.34",
   });
-  assertEquals(await decide(list, "lo.rebind.test", 443, resolve, true), { address: "127.0.0.1" });
-  assertEquals(await decide(list, "nothing.rebind.test", 443, resolve, false), {
+  // An embedded IPv4 address is dialed as IPv4.
+  assertEquals(await decide(list, at("mapped.rebind.test"), options), {
+    address: "93.184.216.34",
+  });
+  assertEquals(
+    await decide(list, at("lo.rebind.test"), { ...options, allowPrivateAddresses: true }),
+    { address: "127.0.0.1" },
+  );
+  assertEquals(await decide(list, at("nothing.rebind.test"), options), {
     reason: "could not be resolved",
   });
   assertMatch(
-    (await decide(list, "lo.rebind.test", 22, resolve, false) as { reason: string }).reason,
+    (await decide(list, at("lo.rebind.test", 22), options) as { reason: string }).reason,
     /port 22/,
   );
 });
 
-/** Threads of this process that ffi/relay.c started. */
-function relayThreads(): number {
-  return [...Deno.readDirSync("/proc/self/task")].filter((task) => {
-    try {
-      return Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim() === "coop-relay";
-    } catch {
-      return false; // exited while we looked
-    }
-  }).length;
-}
+Deno.test("decide: an IP-literal entry consents to that address; a name never does", async () => {
+  const list = new Allowlist(["10.0.0.5:8080", "[fd00::5]:443", "svc.test:8080", "127.0.0.1:8787"]);
+  const { resolve, queries } = recordingResolver({ "svc.test": ["10.0.0.5"] });
+  const options = {
+    resolve,
+    hostNetwork: () => NO_INTERFACES,
+    neverDial: [parseSocketAddress("127.0.0.1:8787")],
+  };
+  assertEquals(await decide(list, { host: "10.0.0.5", port: 8080 }, options), {
+    address: "10.0.0.5",
+  });
+  assertEquals(await decide(list, { host: "[::ffff:10.0.0.5]", port: 8080 }, options), {
+    address: "10.0.0.5",
+  });
+  assertEquals(await decide(list, { host: "[FD00::5]", port: 443 }, options), {
+    address: "fd00::5",
+  });
+  const byName = await decide(list, { host: "svc.test", port: 8080 }, options);
+  assertEquals(byName, {
+    reason: "resolves to 10.0.0.5, private (10.0.0.0/8); the proxy dials only public " +
+      "addresses for a name; an owner can allow one private service by its address, with an " +
+      "IP-literal entry such as 10.0.0.5:8080",
+  });
+  assertEquals(queries, ["svc.test"]);
+  const gateway = await decide(list, { host: "127.0.0.1", port: 8787 }, options);
+  assertMatch((gateway as { reason: string }).reason, /a socket of the Coop gateway itself/);
+  assertEquals(await decide(list, { host: "10.0.0.05", port: 8080 }, options), {
+    reason: "is not a valid IP address",
+  });
+  // No interface list, no decision: fail closed.
+  const blind = await decide(list, { host: "10.0.0.5", port: 8080 }, {
+    ...options,
+    hostNetwork: () => {
+      throw new Error("EPERM");
+    },
+  });
+  assertMatch((blind as { reason: string }).reason, /could not list this host's network/);
+});
 
 Deno.test({
   name: "proxy: bodies after the head, 502 on a refused connect, close ends every connection",
@@ -235,6 +278,73 @@ Deno.test({
     answer(["127.0.0.1"]);
     await closing;
     assertEquals(await reply, "", "the connection was ended without an answer");
+    assertEquals(relayThreads(), 0);
+  },
+});
+
+Deno.test({
+  name: "proxy: past maxConnections open at once, a 503 and close — no thread, no fd kept",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const capReached: number[] = [];
+    const proxy = await startPolicyProxy({
+      allowDomains: [],
+      maxConnections: 8,
+      onCapReached: (max) => capReached.push(max),
+    });
+    const conns: Deno.UnixConn[] = [];
+    try {
+      // Connections that never send a head hold their slot (up to the 30 s head timeout).
+      while (conns.length < 200) {
+        try {
+          conns.push(await Deno.connect({ transport: "unix", path: proxy.socketPath }));
+        } catch (error) {
+          // Deno connects without blocking: a full backlog is EAGAIN until the acceptor drains.
+          if (!(error instanceof Deno.errors.WouldBlock)) throw error;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }
+      const answers = await Promise.all(
+        conns.slice(8).map(async (conn) => {
+          const buf = new Uint8Array(1024);
+          let text = "";
+          for (;;) {
+            const n = await conn.read(buf);
+            if (n === null) return text;
+            text += new TextDecoder().decode(buf.subarray(0, n));
+          }
+        }),
+      );
+      for (const answer of answers) {
+        assertMatch(answer, /^HTTP\/1\.1 503 Service Unavailable\r\n/);
+        assertMatch(answer, /this sandbox already has 8 connections open through its proxy/);
+      }
+      assertEquals(relayThreads(), 1 + 8, "the acceptor and one thread per admitted connection");
+      // The count arrives on the relay's event pipe, just after the client's 503.
+      for (let i = 0; i < 100 && proxy.refusedConnections < 192; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assertEquals(proxy.refusedConnections, 192);
+      assertEquals(capReached, [8], "reported once");
+      // A slot frees when a connection ends: the next one is admitted again.
+      conns[0].close();
+      conns.shift();
+      let admitted = false;
+      for (let i = 0; i < 50 && !admitted; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        const conn = await Deno.connect({ transport: "unix", path: proxy.socketPath });
+        await conn.write(new TextEncoder().encode("CONNECT x.test:443 HTTP/1.1\r\n\r\n"));
+        const buf = new Uint8Array(64);
+        const n = await conn.read(buf);
+        admitted = /^HTTP\/1\.1 407 /.test(new TextDecoder().decode(buf.subarray(0, n ?? 0)));
+        conn.close();
+      }
+      assert(admitted, "a freed slot admits a new connection");
+    } finally {
+      for (const conn of conns) conn.close();
+      await proxy.close();
+    }
     assertEquals(relayThreads(), 0);
   },
 });

@@ -68,11 +68,28 @@ export async function until(condition: () => boolean, ms: number): Promise<boole
   return condition();
 }
 
-/** Open fds, threads and zombie children of this process. */
-export function processFootprint(): { fds: number; threads: number; zombies: number } {
+/** Open fds and threads of this process: cheap enough to sample while a sandbox runs. */
+export function fdsAndThreads(): { fds: number; threads: number } {
   const fds = [...Deno.readDirSync("/proc/self/fd")].length;
   const status = Deno.readTextFileSync("/proc/self/status");
   const threads = Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? -1);
+  return { fds, threads };
+}
+
+/** Threads of this process that the proxy's relay (ffi/relay.c) started. */
+export function relayThreads(): number {
+  return [...Deno.readDirSync("/proc/self/task")].filter((task) => {
+    try {
+      return Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim() === "coop-relay";
+    } catch {
+      return false; // exited while we looked
+    }
+  }).length;
+}
+
+/** Open fds, threads and zombie children of this process. */
+export function processFootprint(): { fds: number; threads: number; zombies: number } {
+  const { fds, threads } = fdsAndThreads();
   let zombies = 0;
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;

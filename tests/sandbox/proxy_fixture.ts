@@ -5,10 +5,10 @@
  * @module
  */
 
-/** An HTTP server on 127.0.0.1 answering `host=<Host header> path=<path>`. */
-export function echoServer(): { port: number; close(): Promise<void> } {
+/** An HTTP server on `hostname` (default 127.0.0.1) answering `host=<Host header> path=<path>`. */
+export function echoServer(hostname = "127.0.0.1"): { port: number; close(): Promise<void> } {
   const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    { hostname, port: 0, onListen() {} },
     (req) => new Response(`host=${req.headers.get("host")} path=${new URL(req.url).pathname}\n`),
   );
   return { port: server.addr.port, close: () => server.shutdown() };

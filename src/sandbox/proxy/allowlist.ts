@@ -4,12 +4,15 @@
  * - `example.com` allows `example.com` on ports 80 and 443 only.
  * - `example.com:8443` allows `example.com` on port 8443 only.
  * - `*.example.org` allows every name below `example.org` (not `example.org` itself) on 80/443.
- * - An IPv4 or bracketed IPv6 literal (`10.1.2.3:8080`, `[2001:db8::1]`) allows that address
- *   when the client names it literally; the address checks still apply.
+ * - An IPv4 or bracketed IPv6 literal (`10.0.0.5:8080`, `[fd00::5]:443`) allows that address
+ *   when the client names it literally — and is the owner's consent to dial it even when it is
+ *   private or loopback (address_policy.ts says what never lifts). Literals compare parsed,
+ *   reduced to IPv4 where they embed one: `[::ffff:10.0.0.5]` is `10.0.0.5`.
  *
  * Names are compared lowercased and without a trailing dot.
  * @module
  */
+import { parseAddress, reduceAddress } from "./address_policy.ts";
 
 /** Ports an entry without `:port` allows. */
 export const DEFAULT_PORTS: readonly number[] = [80, 443];
@@ -24,6 +27,8 @@ export interface AllowEntry {
   wildcard: boolean;
   /** Allowed ports. */
   ports: readonly number[];
+  /** For an IP literal: the address, parsed and reduced, in canonical form. */
+  address?: string;
 }
 
 const LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
@@ -42,6 +47,12 @@ export function normalizeHost(host: string): string | null {
 /** True when `host` (normalized) is an IPv4 or IPv6 literal. */
 export function isIpLiteral(host: string): boolean {
   return IPV4.test(host) || host.includes(":");
+}
+
+/** The canonical, reduced form of an IP literal (`::ffff:a00:5` → `10.0.0.5`), or null. */
+export function canonicalAddress(literal: string): string | null {
+  const parsed = parseAddress(literal);
+  return parsed ? reduceAddress(parsed).address.toString() : null;
 }
 
 /** Parses one `HOST[:PORT]` entry; throws a message a user can act on. */
@@ -76,7 +87,15 @@ export function parseAllowEntry(source: string): AllowEntry {
   if (wildcard && (isIpLiteral(host) || !host.includes("."))) {
     throw new Error(`"${source}": a wildcard needs a domain with a dot, e.g. *.example.com`);
   }
-  return { source, host, wildcard, ports };
+  if (!isIpLiteral(host)) return { source, host, wildcard, ports };
+  const address = canonicalAddress(host);
+  if (address === null) {
+    throw new Error(
+      `"${source}": not a valid IP address (IPv4 in dotted decimal without leading zeros, ` +
+        "IPv6 in brackets)",
+    );
+  }
+  return { source, host, wildcard, ports, address };
 }
 
 /** A set of allowlist entries. */
@@ -89,16 +108,23 @@ export class Allowlist {
 
   /** The entry allowing `host:port` (host normalized), or undefined. */
   match(host: string, port: number): AllowEntry | undefined {
-    return this.entries.find((entry) =>
-      entry.ports.includes(port) &&
-      (entry.wildcard ? host.endsWith(`.${entry.host}`) : host === entry.host)
-    );
+    return this.#named(host).find((entry) => entry.ports.includes(port));
   }
 
   /** True when some entry names `host`, whatever its ports (for a precise denial reason). */
   hasHost(host: string): boolean {
-    return this.entries.some((entry) =>
-      entry.wildcard ? host.endsWith(`.${entry.host}`) : host === entry.host
+    return this.#named(host).length > 0;
+  }
+
+  /** Entries naming `host`: an IP literal by its parsed address, a name by its text. */
+  #named(host: string): AllowEntry[] {
+    if (isIpLiteral(host)) {
+      const address = canonicalAddress(host);
+      return this.entries.filter((entry) => address !== null && entry.address === address);
+    }
+    return this.entries.filter((entry) =>
+      entry.address === undefined &&
+      (entry.wildcard ? host.endsWith(`.${entry.host}`) : host === entry.host)
     );
   }
 }

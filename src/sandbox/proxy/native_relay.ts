@@ -6,6 +6,9 @@
  *
  * C reports on a pipe read here with node:net (epoll, no thread) as 12-byte events
  * `{u32 id, u32 kind, i32 value}`; every FFI call returns at once.
+ *
+ * Each open connection costs a thread and a few fds in this process, so C caps them: past
+ * `maxConnections`, it sends the `refusal` bytes and closes at once, without a thread.
  * @module
  */
 import { Buffer } from "node:buffer";
@@ -15,7 +18,7 @@ import { loadTrampoline, type Trampoline } from "../ffi.ts";
 import { MAX_HEAD_BYTES } from "./http_head.ts";
 
 /** Event kinds (`EV_*` in ffi/relay.c). */
-const EV = { head: 1, dialed: 2, done: 3, acceptorExit: 4 } as const;
+const EV = { head: 1, dialed: 2, done: 3, acceptorExit: 4, refused: 5 } as const;
 const EVENT_BYTES = 12;
 /** What a dial answers when the proxy stopped first. */
 const ECANCELED = ERRNO.ECANCELED;
@@ -41,8 +44,22 @@ export interface RelayConnection {
   ): Promise<number>;
 }
 
+/** How a relay listens. */
+export interface RelayOptions {
+  /** Gets each connection once its head is read. */
+  onConnection: (connection: RelayConnection) => void;
+  /** Most connections open at once (each holds a thread until it ends). */
+  maxConnections: number;
+  /** Sent to each connection refused past the cap, which is then closed. */
+  refusal: Uint8Array;
+  /** Called after each refusal with the total so far. */
+  onRefused?: (total: number) => void;
+}
+
 /** A listening relay. */
 export interface RelayListener {
+  /** Connections refused so far because `maxConnections` were open. */
+  readonly refusedConnections: number;
   /** Stops accepting, ends every connection and waits until its threads are gone. */
   close(): Promise<void>;
 }
@@ -50,14 +67,21 @@ export interface RelayListener {
 const encoder = new TextEncoder();
 const cString = (text: string) => encoder.encode(`${text}\0`);
 
-/** Listens on unix socket `path`; `onConnection` gets each connection once its head is read. */
-export async function listenRelay(
-  path: string,
-  onConnection: (connection: RelayConnection) => void,
-): Promise<RelayListener> {
+/** Listens on unix socket `path`; `options.onConnection` gets each connection with its head. */
+export async function listenRelay(path: string, options: RelayOptions): Promise<RelayListener> {
+  const { onConnection, maxConnections, refusal } = options;
+  if (!Number.isInteger(maxConnections) || maxConnections < 1) {
+    throw new RangeError(`maxConnections must be a whole number ≥ 1, got ${maxConnections}`);
+  }
   const lib: Trampoline = await loadTrampoline();
   const out = new Int32Array(2);
-  const relay = lib.coop_relay_start(cString(path), out);
+  const relay = lib.coop_relay_start(
+    cString(path),
+    maxConnections,
+    refusal,
+    BigInt(refusal.length),
+    out,
+  );
   if (relay === null) {
     throw new Error(`cannot listen on ${path}: ${errnoName(out[1])}`);
   }
@@ -65,6 +89,7 @@ export async function listenRelay(
   const dials = new Map<number, (result: number) => void>();
   const live = new Set<number>();
   let acceptorGone = false;
+  let refused = 0;
   // Set by close(): from then on no call may reach the relay, which close() frees once C has
   // ended every connection — a decision still pending (a slow resolver) must find it gone.
   let stopped = false;
@@ -109,6 +134,9 @@ export async function listenRelay(
   const dispatch = (id: number, kind: number, value: number) => {
     if (kind === EV.acceptorExit) {
       acceptorGone = true;
+    } else if (kind === EV.refused) {
+      refused = value;
+      options.onRefused?.(refused);
     } else if (kind === EV.head) {
       live.add(id);
       // After close(), C ends the connection on its own; nobody is there to answer it.
@@ -145,6 +173,9 @@ export async function listenRelay(
 
   let closing: Promise<void> | undefined;
   return {
+    get refusedConnections() {
+      return refused;
+    },
     close() {
       closing ??= (async () => {
         stopped = true;

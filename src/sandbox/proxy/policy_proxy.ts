@@ -3,14 +3,17 @@
  * unix socket (the sandbox's forwarder relays 127.0.0.1:3128 to it) that answers CONNECT and
  * absolute-URI requests, and only for the holder of its token, to the allowlisted
  * `host:port`s. It resolves names itself — names that are not allowed are never resolved —,
- * refuses every address that is not public unicast (loopback, private, link-local and
- * metadata, CGNAT, multicast, this host's own addresses) and dials the address it checked.
+ * lets `decideAddress()` refuse every address that is not public unicast (loopback, private,
+ * link-local and metadata, CGNAT, this host's own addresses and subnets, …) unless the owner
+ * consented with an IP-literal entry, and dials the address it checked.
  *
- * One proxy per sandbox: its token, allowlist and denials are that sandbox's alone.
+ * One proxy per sandbox: its token, allowlist, denials and connection cap are that sandbox's
+ * alone.
  * @module
  */
-import { forbiddenRange } from "./address_policy.ts";
-import { Allowlist, isIpLiteral, normalizeHost } from "./allowlist.ts";
+import { parseSocketAddress } from "./address_policy.ts";
+import { Allowlist, normalizeHost } from "./allowlist.ts";
+import { decide, type DecideOptions, type Resolver, systemResolver } from "./proxy_decision.ts";
 import {
   bytesToLatin1,
   headerValue,
@@ -23,9 +26,6 @@ import { errnoText } from "../errno.ts";
 import { sameSecret } from "../secret_compare.ts";
 import { randomBytes } from "node:crypto";
 import { listenRelay, type RelayConnection } from "./native_relay.ts";
-
-/** Resolves a host name to IP addresses (IPv4 and IPv6). */
-export type Resolver = (name: string) => Promise<string[]>;
 
 /** One request the proxy refused by policy. */
 export interface ProxyDenial {
@@ -47,8 +47,17 @@ export interface PolicyProxyOptions {
    * need servers on the host's loopback; production never sets it.
    */
   allowPrivateAddresses?: boolean;
+  /**
+   * `IP:PORT` sockets never dialed, even for an IP-literal entry (the gateway's own listeners;
+   * port 0: every port). An address of this host stands for all of them.
+   */
+  neverDial?: readonly string[];
+  /** Most connections open at once; more are refused with a 503. Default 64. */
+  maxConnections?: number;
   /** Called for each denial, as it happens. */
   onDenied?: (denial: ProxyDenial) => void;
+  /** Called when the connection cap first refuses a connection. */
+  onCapReached?: (maxConnections: number) => void;
   /** Owner of the socket directory and socket: the sandbox's outer ids, when they differ. */
   socketOwner?: { uid: number; gid: number };
 }
@@ -61,73 +70,17 @@ export interface PolicyProxy {
   readonly token: string;
   /** Denials so far. */
   readonly denials: readonly ProxyDenial[];
+  /** Connections refused so far because `maxConnections` were open. */
+  readonly refusedConnections: number;
   /** Stops listening, closes every open connection and removes the socket. */
   close(): Promise<void>;
 }
 
 /** User name in the proxy URL; the password is the token. */
 export const PROXY_USER = "coop";
-const RESOLVE_TIMEOUT_MS = 5_000;
+/** Default cap on one proxy's open connections: each costs a relay thread in the gateway. */
+export const DEFAULT_PROXY_MAX_CONNECTIONS = 64;
 // The head (30 s) and connect (10 s) timeouts are enforced by the relay (ffi/relay.c).
-
-/** The default resolver: the host's DNS, A and AAAA records. */
-export async function systemResolver(name: string): Promise<string[]> {
-  const signal = AbortSignal.timeout(RESOLVE_TIMEOUT_MS);
-  const [a, aaaa] = await Promise.all([
-    Deno.resolveDns(name, "A", { signal }).catch(() => [] as string[]),
-    Deno.resolveDns(name, "AAAA", { signal }).catch(() => [] as string[]),
-  ]);
-  return [...a, ...aaaa];
-}
-
-function hostAddresses(): Set<string> {
-  try {
-    return new Set(Deno.networkInterfaces().map((i) => i.address.toLowerCase()));
-  } catch {
-    return new Set();
-  }
-}
-
-/** The outcome of the policy for one `host:port`. */
-export type Decision = { address: string } | { reason: string };
-
-/** Applies allowlist, resolution and address checks; exported for unit tests. */
-export async function decide(
-  allowlist: Allowlist,
-  rawHost: string,
-  port: number,
-  resolve: Resolver,
-  allowPrivateAddresses: boolean,
-): Promise<Decision> {
-  const host = normalizeHost(rawHost);
-  if (host === null) return { reason: "is not a valid host name" };
-  if (!allowlist.match(host, port)) {
-    return allowlist.hasHost(host)
-      ? { reason: `uses port ${port}, which the allowlist does not allow for this host` }
-      : { reason: "is not in the allowlist" };
-  }
-  let addresses: string[];
-  try {
-    addresses = isIpLiteral(host) ? [host] : await resolve(host);
-  } catch {
-    addresses = [];
-  }
-  if (addresses.length === 0) return { reason: "could not be resolved" };
-  if (allowPrivateAddresses) return { address: addresses[0] };
-  const own = hostAddresses();
-  let refused = "";
-  for (const address of addresses) {
-    const range = forbiddenRange(address) ??
-      (own.has(address.toLowerCase()) ? "an address of the Coop host itself" : null);
-    if (range === null) return { address };
-    refused ||= `${address}, ${range}`;
-  }
-  return {
-    reason: `resolves to ${refused}; the proxy never dials loopback, private, link-local, ` +
-      "metadata or multicast addresses",
-  };
-}
-
 function parseAuthority(authority: string): { host: string; port: number } | null {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:\[\]]+):(\d{1,5})$/.exec(authority);
   if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return null;
@@ -178,6 +131,18 @@ function originRequest(head: RequestHead, url: URL): Uint8Array {
   return latin1ToBytes(lines.join("\r\n") + "\r\n\r\n");
 }
 
+/** What a connection beyond the cap gets, before its request is even read. */
+function capReply(maxConnections: number): Uint8Array {
+  return textResponse(
+    503,
+    "Service Unavailable",
+    `coop: blocked by sandbox policy: this sandbox already has ${maxConnections} connections ` +
+      "open through its proxy, the most it may have at once. Close connections you no longer " +
+      "need, or open fewer in parallel, then retry.\n",
+    { "Retry-After": "1" },
+  );
+}
+
 function randomToken(): string {
   return randomBytes(24).toString("hex");
 }
@@ -195,8 +160,12 @@ function randomToken(): string {
  */
 export async function startPolicyProxy(options: PolicyProxyOptions): Promise<PolicyProxy> {
   const allowlist = new Allowlist(options.allowDomains);
-  const resolve = options.resolve ?? systemResolver;
-  const allowPrivate = options.allowPrivateAddresses ?? false;
+  const decideOptions: DecideOptions = {
+    resolve: options.resolve ?? systemResolver,
+    allowPrivateAddresses: options.allowPrivateAddresses ?? false,
+    neverDial: (options.neverDial ?? []).map(parseSocketAddress),
+  };
+  const maxConnections = options.maxConnections ?? DEFAULT_PROXY_MAX_CONNECTIONS;
   const token = randomToken();
   const dir = await Deno.makeTempDir({ prefix: "coop-proxy-" });
   const socketPath = `${dir}/proxy.sock`;
@@ -253,7 +222,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
       return;
     }
     const shown = target.host.replace(/^\[(.*)\]$/, "$1");
-    const decision = await decide(allowlist, target.host, target.port, resolve, allowPrivate);
+    const decision = await decide(allowlist, target, decideOptions);
     if ("reason" in decision) {
       deny(client, normalizeHost(target.host) ?? shown, target.port, decision.reason);
       return;
@@ -279,11 +248,16 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
   try {
-    relay = await listenRelay(socketPath, (client) => {
-      const task = handle(client)
-        .catch(() => client.reply(new Uint8Array()))
-        .finally(() => handlers.delete(task));
-      handlers.add(task);
+    relay = await listenRelay(socketPath, {
+      onConnection(client) {
+        const task = handle(client)
+          .catch(() => client.reply(new Uint8Array()))
+          .finally(() => handlers.delete(task));
+        handlers.add(task);
+      },
+      maxConnections,
+      refusal: capReply(maxConnections),
+      onRefused: (total) => total === 1 && options.onCapReached?.(maxConnections),
     });
     if (options.socketOwner) {
       await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
@@ -300,6 +274,9 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     socketPath,
     token,
     denials,
+    get refusedConnections() {
+      return relay?.refusedConnections ?? 0;
+    },
     close() {
       closing ??= release();
       return closing;
