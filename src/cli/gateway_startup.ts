@@ -13,6 +13,7 @@ import { ConfigError, formatDiagnostic } from "../gateway/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
 import { probe, type ProbeReport } from "../sandbox/mod.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
+import { writeStderr } from "./stderr.ts";
 
 /** A gateway ready to serve, and the measured sandbox line to show. */
 export interface StartedGateway {
@@ -39,9 +40,6 @@ export function parseConfigOption(args: string[]): string {
   });
   return values.config ?? DEFAULT_CONFIG_FILE;
 }
-
-/** Writes to stderr (diagnostics and status lines of `start` and `chat`). */
-export const writeStderr = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text));
 
 /**
  * Loads, checks and opens everything; returns the exit status instead when the config has

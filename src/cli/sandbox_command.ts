@@ -24,6 +24,7 @@ import {
 } from "../sandbox/mod.ts";
 import { parseByteSize } from "../gateway/byte_size.ts";
 import { parseDuration } from "./duration.ts";
+import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
@@ -43,9 +44,7 @@ function print(text: string): void {
   writeAll(Deno.stdout, encoder.encode(text));
 }
 
-function printError(text: string): void {
-  writeAll(Deno.stderr, encoder.encode(text));
-}
+const printError = writeStderr;
 
 /** `deno task` runs in the checkout; relative paths mean the user's directory. */
 function userPath(path: string): string {

@@ -7,12 +7,8 @@
 import { getLogger } from "@logtape/logtape";
 import { serveHttpChannel } from "../channels/http_channel.ts";
 import { CronScheduler } from "../gateway/cron_scheduler.ts";
-import {
-  parseConfigOption,
-  startGateway,
-  type StartupDependencies,
-  writeStderr,
-} from "./gateway_startup.ts";
+import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
+import { writeStderr } from "./stderr.ts";
 
 const log = getLogger(["coop", "start"]);
 
