@@ -6,9 +6,11 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { serveHttpChannel } from "../channels/http_channel.ts";
+import type { HttpServer } from "../channels/http_server.ts";
 import { CronScheduler } from "../gateway/cron_scheduler.ts";
 import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
 import { writeStderr } from "./stderr.ts";
+import { connectionCap, openFileLimit } from "./connection_budget.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -36,22 +38,41 @@ export async function startCommand(
 
   const stop = new AbortController();
   const onSignal = () => stop.abort();
+  // Before the channel listens: Deno creates its signal driver's descriptors on first use and
+  // aborts the process when it cannot (a flood could have taken every descriptor by then).
   Deno.addSignalListener("SIGTERM", onSignal);
   Deno.addSignalListener("SIGINT", onSignal);
+  const stopListening = () => {
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    Deno.removeSignalListener("SIGINT", onSignal);
+  };
   const stopped = new Promise<void>((resolve) =>
     stop.signal.addEventListener("abort", () => resolve(), { once: true })
   );
 
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  let server: HttpServer | undefined;
   if (http) {
     const tokens = http.tokens.flatMap((t) => {
       const token = Deno.env.get(t.token_env) ?? "";
       if (token === "") say(`warning: ${t.token_env} is not set; requests as http:${t.id} get 401`);
       return token === "" ? [] : [{ id: t.id, token }];
     });
+    const fileLimit = openFileLimit();
+    const maxConnections = connectionCap(http.max_connections, fileLimit);
+    if (maxConnections < http.max_connections) {
+      say(
+        `warning: channels.http.max_connections = ${http.max_connections} is more than half ` +
+          `the open-file limit (${fileLimit}); holding at most ${maxConnections} connections`,
+      );
+    }
     server = serveHttpChannel(http.listen, {
       tokens,
       maxBodyBytes: http.max_body_bytes,
+      limits: {
+        headersTimeoutMs: http.headers_timeout,
+        requestTimeoutMs: http.request_timeout,
+        maxConnections,
+      },
       handle: gateway.handle,
     });
     const { hostname, port } = server.addr;
@@ -69,8 +90,7 @@ export async function startCommand(
   await Promise.all([gateway.drain(), cron.stop()]);
   await server?.shutdown();
   gateway.close();
-  Deno.removeSignalListener("SIGTERM", onSignal);
-  Deno.removeSignalListener("SIGINT", onSignal);
+  stopListening();
   say("stopped");
   return 0;
 }
