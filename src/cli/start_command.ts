@@ -11,6 +11,7 @@ import { CronScheduler } from "../gateway/cron_scheduler.ts";
 import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
 import { writeStderr } from "./stderr.ts";
 import { connectionCap, openFileLimit } from "./connection_budget.ts";
+import { listenFailure } from "./listen_failure.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -65,16 +66,25 @@ export async function startCommand(
           `the open-file limit (${fileLimit}); holding at most ${maxConnections} connections`,
       );
     }
-    server = serveHttpChannel(http.listen, {
-      tokens,
-      maxBodyBytes: http.max_body_bytes,
-      limits: {
-        headersTimeoutMs: http.headers_timeout,
-        requestTimeoutMs: http.request_timeout,
-        maxConnections,
-      },
-      handle: gateway.handle,
-    });
+    try {
+      server = serveHttpChannel(http.listen, {
+        tokens,
+        maxBodyBytes: http.max_body_bytes,
+        limits: {
+          headersTimeoutMs: http.headers_timeout,
+          requestTimeoutMs: http.request_timeout,
+          maxConnections,
+        },
+        handle: gateway.handle,
+      });
+    } catch (error) {
+      const reason = listenFailure(error, http.listen);
+      if (reason === undefined) throw error;
+      stopListening();
+      gateway.close();
+      say(`cannot listen on ${http.listen} (channels.http.listen in ${file}): ${reason}`);
+      return 1;
+    }
     const { hostname, port } = server.addr;
     say(`http channel on http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`);
   }
