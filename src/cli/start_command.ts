@@ -1,6 +1,7 @@
 /**
  * `coop start [--config FILE]`: serves the configured channels (HTTP) and runs the cron jobs
- * until SIGTERM or SIGINT, then drains: turns in flight are cancelled (their sandboxes killed),
+ * until SIGTERM or SIGINT, holding the state directory's lock (one gateway per directory;
+ * `coop chat` takes none: its sessions are its own and it runs no cron), then drains: turns in flight are cancelled (their sandboxes killed),
  * the scheduler stops, the state database is closed, and the process exits 0.
  * @module
  */
@@ -23,13 +24,14 @@ export async function startCommand(
   deps: StartupDependencies = {},
 ): Promise<number> {
   const file = parseConfigOption(args);
-  const started = await startGateway(file, deps);
+  const started = await startGateway(file, deps, { lockStateDir: true });
   if (typeof started === "number") return started;
-  const { config, gateway, banner } = started;
+  const { config, gateway, banner, lock } = started;
   say(banner);
   const http = config.channels.http?.enabled ? config.channels.http : undefined;
   if (!http && config.cron.length === 0) {
     gateway.close();
+    lock?.release();
     say(
       `nothing to run in ${file}: enable [channels.http] or add [[cron]] jobs ` +
         "(the terminal is `coop chat`)",
@@ -82,6 +84,7 @@ export async function startCommand(
       if (reason === undefined) throw error;
       stopListening();
       gateway.close();
+      lock?.release();
       say(`cannot listen on ${http.listen} (channels.http.listen in ${file}): ${reason}`);
       return 1;
     }
@@ -100,6 +103,7 @@ export async function startCommand(
   await Promise.all([gateway.drain(), cron.stop()]);
   await server?.shutdown();
   gateway.close();
+  lock?.release();
   stopListening();
   say("stopped");
   return 0;
