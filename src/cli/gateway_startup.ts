@@ -13,6 +13,7 @@ import { ConfigError, formatDiagnostic } from "../gateway/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
 import { lockStateDir, type StateLock, StateLockedError } from "../gateway/state_lock.ts";
 import { probe, type ProbeReport } from "../sandbox/mod.ts";
+import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
 import { writeStderr } from "./stderr.ts";
 
@@ -40,14 +41,14 @@ export interface StartupDependencies extends GatewayDependencies {
   writeError?: (text: string) => void;
 }
 
-/** Parses `[--config FILE]`, the only option of `start` and `chat`. */
+/** Parses `[--config FILE]`, the only option of `start` and `chat`: the absolute path. */
 export function parseConfigOption(args: string[]): string {
   const { values } = parseArgs({
     args,
     options: { config: { type: "string", default: DEFAULT_CONFIG_FILE } },
     allowPositionals: false,
   });
-  return values.config ?? DEFAULT_CONFIG_FILE;
+  return callerPath(values.config ?? DEFAULT_CONFIG_FILE);
 }
 
 /**

@@ -5,7 +5,6 @@
  */
 import { parseArgs } from "node:util";
 import type { Buffer } from "node:buffer";
-import { isAbsolute, resolve } from "node:path";
 import {
   exec,
   lastSelfTest,
@@ -17,12 +16,14 @@ import {
   SandboxError,
   SandboxPolicyError,
   type SandboxPolicyInput,
+  SandboxSetupError,
   type SandboxStatus,
   selfTest,
   type SelfTestResult,
   spawnSandboxed,
 } from "../sandbox/mod.ts";
 import { parseByteSize } from "../gateway/byte_size.ts";
+import { callerPath } from "./caller_path.ts";
 import { parseDuration } from "./duration.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
@@ -45,12 +46,6 @@ function print(text: string): void {
 }
 
 const printError = writeStderr;
-
-/** `deno task` runs in the checkout; relative paths mean the user's directory. */
-function userPath(path: string): string {
-  if (isAbsolute(path)) return path;
-  return resolve(Deno.env.get("INIT_CWD") ?? Deno.cwd(), path);
-}
 
 function renderStatus(report: ProbeReport): string {
   const p = report.platform;
@@ -165,7 +160,7 @@ async function execCommand(args: string[]): Promise<number> {
   const ownWorkspace = values.workspace === undefined;
   const workspace = ownWorkspace
     ? await Deno.makeTempDir({ prefix: "coop-ws-" })
-    : userPath(values.workspace!);
+    : callerPath(values.workspace!);
   const policy: SandboxPolicyInput = {
     workspace,
     network: network as NetworkMode,
@@ -182,7 +177,10 @@ async function execCommand(args: string[]): Promise<number> {
     return await streamCommand(policy, positionals, timeoutMs);
   } catch (error) {
     if (!(error instanceof SandboxError)) throw error;
-    printError(`coop: ${error.message}\n`);
+    const where = error instanceof SandboxSetupError && error.step === "mount-workspace"
+      ? ` (--workspace ${workspace})`
+      : "";
+    printError(`coop: ${error.message}${where}\n`);
     return EXIT_SANDBOX_FAILED;
   } finally {
     if (ownWorkspace) await Deno.remove(workspace, { recursive: true }).catch(() => {});
