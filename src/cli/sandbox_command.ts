@@ -67,7 +67,7 @@ function renderStatus(report: ProbeReport): string {
 }
 
 function renderLastSelfTest(last: SelfTestResult | undefined): string {
-  if (!last) return "  self-test: never run (coop sandbox test)\n";
+  if (!last) return "  self-test: never run with this sandbox library (coop sandbox test)\n";
   const failed = last.checks.filter((c) => !c.ok).map((c) => c.id);
   const verdict = last.passed
     ? "passed"

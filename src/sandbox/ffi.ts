@@ -3,6 +3,7 @@
  * was built from the sources in this checkout.
  * @module
  */
+import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { SandboxUnavailableError } from "./errors.ts";
 import { hashSources } from "./source_hash.ts";
@@ -65,6 +66,11 @@ const REBUILD = "run `deno task build:ffi` (needs gcc), or `./coop` which builds
 export function libraryPath(): string {
   return Deno.env.get("COOP_SANDBOX_LIB") ??
     fileURLToPath(new URL("build/libcoop_sandbox.so", ROOT));
+}
+
+/** SHA-256 (hex) of the library file: names this exact build, debug builds included. */
+export async function libraryDigest(): Promise<string> {
+  return createHash("sha256").update(await Deno.readFile(libraryPath())).digest("hex");
 }
 
 let loaded: Promise<Trampoline> | undefined;
