@@ -7,6 +7,7 @@
 import { fileURLToPath } from "node:url";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { type HttpServerLimits, serveHttp } from "../../src/channels/http_server.ts";
+import { readUntilClosed } from "../fixtures/read_until_closed.ts";
 
 const LIMITS: HttpServerLimits = {
   headersTimeoutMs: 300,
@@ -44,26 +45,10 @@ async function untilClosed(
 ): Promise<{ text: string; ms: number }> {
   const started = openedAt.get(conn) ?? performance.now();
   const timer = setTimeout(() => conn.close(), limitMs);
-  let text = "";
-  const buffer = new Uint8Array(4096);
-  try {
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      text += new TextDecoder().decode(buffer.subarray(0, n));
-    }
-  } catch {
-    // ECONNRESET counts as closed too
-  } finally {
-    clearTimeout(timer);
-  }
+  const text = await readUntilClosed(conn);
+  clearTimeout(timer);
   const ms = performance.now() - started;
   assert(ms < limitMs, `the server did not close the connection within ${limitMs} ms`);
-  try {
-    conn.close();
-  } catch {
-    // closed
-  }
   return { text, ms };
 }
 

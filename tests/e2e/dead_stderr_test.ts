@@ -3,25 +3,21 @@
  * reads any more. Every write there fails with EPIPE; the drain must still finish, record the
  * interrupted tool call's result and exit 0.
  */
-import { join } from "node:path";
-import { openStateDb } from "../../src/gateway/state_db.ts";
-import { SessionStore } from "../../src/gateway/session_store.ts";
 import { assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { hostProcessesWith, sandboxTest } from "../sandbox/harness.ts";
 import { coopToml, httpChannelToml } from "./coop_toml.ts";
-import { makeCoopHome, postMessage, startGateway, stopGateway } from "./gateway_process.ts";
+import {
+  makeCoopHome,
+  postMessage,
+  sessionHistory,
+  startGateway,
+  stopGateway,
+  until,
+} from "./gateway_process.ts";
 
 const BOB = { BOB_TOKEN: "bob-secret" };
-
-async function until(what: string, done: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 sandboxTest(
   "e2e: SIGTERM mid-turn with a dead stderr (EPIPE): drained, tool result recorded, exit 0",
@@ -47,18 +43,9 @@ sandboxTest(
         const response = await pending;
         assertEquals(response instanceof Error ? response.message : response.status, 503);
         assertEquals(hostProcessesWith(marker), [], "no sandboxed process outlives the gateway");
-        const db = openStateDb(join(home.dir, "state"));
-        try {
-          const history = new SessionStore(db).history({
-            channel: "http",
-            user: "bob",
-            session: "epipe1",
-          });
-          assertEquals(history.map((m) => m.role), ["user", "assistant", "tool"]);
-          assertMatch(JSON.stringify(history[2].content), /killed by SIGKILL/);
-        } finally {
-          db.close();
-        }
+        const history = sessionHistory(home, { channel: "http", user: "bob", session: "epipe1" });
+        assertEquals(history.map((m) => m.role), ["user", "assistant", "tool"]);
+        assertMatch(JSON.stringify(history[2].content), /killed by SIGKILL/);
       } finally {
         await stopGateway(gateway);
         await Deno.remove(home.dir, { recursive: true });

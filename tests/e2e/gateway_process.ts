@@ -5,6 +5,12 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { openStateDb } from "../../src/gateway/state_db.ts";
+import {
+  type SessionKey,
+  SessionStore,
+  type StoredMessage,
+} from "../../src/gateway/session_store.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -145,4 +151,23 @@ export async function stopGateway(gateway: GatewayProcess): Promise<void> {
     // Already gone.
   }
   await gateway.status;
+}
+
+/** Waits until `done()` holds, polling every 20 ms; throws naming `what` after `ms`. */
+export async function until(what: string, done: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** One session's stored history in `home`'s state database (read after the gateway ended). */
+export function sessionHistory(home: CoopHome, key: SessionKey): StoredMessage[] {
+  const db = openStateDb(home.stateDir);
+  try {
+    return new SessionStore(db).history(key);
+  } finally {
+    db.close();
+  }
 }

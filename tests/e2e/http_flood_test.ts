@@ -6,6 +6,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
+import { readUntilClosed } from "../fixtures/read_until_closed.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
 import { coopToml, httpChannelToml } from "./coop_toml.ts";
 import { makeCoopHome, postMessage, startGateway, stopGateway } from "./gateway_process.ts";
@@ -13,23 +14,6 @@ import { makeCoopHome, postMessage, startGateway, stopGateway } from "./gateway_
 const BOB = { BOB_TOKEN: "bob-flood-secret" };
 const HEADERS_TIMEOUT_MS = 2_000;
 const EACH = 1_000;
-
-/** Resolves when the server closes `conn` (EOF or reset), with nothing sent to it. */
-async function closedByServer(conn: Deno.Conn): Promise<string> {
-  const buffer = new Uint8Array(1024);
-  let text = "";
-  try {
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      text += new TextDecoder().decode(buffer.subarray(0, n));
-    }
-  } catch {
-    // reset: closed as well
-  }
-  conn.close();
-  return text;
-}
 
 sandboxTest(
   "e2e: 1,000 idle and 1,000 half-sent connections under ulimit -n 1024: /healthz and a turn still answer, all are closed in time",
@@ -56,7 +40,7 @@ sandboxTest(
           const idle = await Deno.connect({ hostname: "127.0.0.1", port });
           const sending = await Deno.connect({ hostname: "127.0.0.1", port });
           await sending.write(half);
-          hostile.push(closedByServer(idle), closedByServer(sending));
+          hostile.push(readUntilClosed(idle), readUntilClosed(sending));
         }
         const opened = performance.now();
 
