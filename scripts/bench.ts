@@ -6,6 +6,7 @@
  * exit status, so the bench can run anywhere (CI, a laptop, as root or not).
  * @module
  */
+import { fileURLToPath } from "node:url";
 import { exec } from "../src/sandbox/mod.ts";
 import { hostLayout } from "../src/sandbox/host_layout.ts";
 
@@ -228,7 +229,7 @@ if (import.meta.main) {
       "run",
       "--allow-all",
       "--quiet",
-      new URL("./bench_hardening.ts", import.meta.url).pathname,
+      fileURLToPath(new URL("./bench_hardening.ts", import.meta.url)),
     ],
     stdout: "inherit",
     stderr: "inherit",
@@ -236,7 +237,12 @@ if (import.meta.main) {
   if (!hardening.success) console.log("hardening cost: the comparison failed (see above)");
   console.log();
   const proxy = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "--quiet", new URL("./bench_proxy.ts", import.meta.url).pathname],
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      fileURLToPath(new URL("./bench_proxy.ts", import.meta.url)),
+    ],
     stdout: "inherit",
     stderr: "inherit",
   }).output();
@@ -247,7 +253,7 @@ if (import.meta.main) {
       "run",
       "--allow-all",
       "--quiet",
-      new URL("./bench_gateway.ts", import.meta.url).pathname,
+      fileURLToPath(new URL("./bench_gateway.ts", import.meta.url)),
     ],
     stdout: "inherit",
     stderr: "inherit",

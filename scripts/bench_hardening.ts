@@ -5,6 +5,7 @@
  * Run by `deno task bench` (scripts/bench.ts); informational, never fails.
  * @module
  */
+import { fileURLToPath } from "node:url";
 import { buildDebugLibrary } from "./debug_library.ts";
 
 const ROUNDS = 4;
@@ -28,7 +29,7 @@ async function child(): Promise<void> {
 
 async function round(env: Record<string, string>): Promise<number> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "--quiet", new URL(import.meta.url).pathname, "--child"],
+    args: ["run", "--allow-all", "--quiet", fileURLToPath(new URL(import.meta.url)), "--child"],
     env,
   }).output();
   if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));

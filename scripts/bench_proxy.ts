@@ -7,6 +7,7 @@
  * (scripts/bench.ts); informational, never fails.
  * @module
  */
+import { fileURLToPath } from "node:url";
 import { exec } from "../src/sandbox/mod.ts";
 
 const ROUNDS = 4;
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
   );
 
   const server = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--quiet", new URL(import.meta.url).pathname, "--serve"],
+    args: ["run", "--allow-net", "--quiet", fileURLToPath(new URL(import.meta.url)), "--serve"],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();

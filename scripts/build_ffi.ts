@@ -9,6 +9,7 @@
  * that prove each layer is load-bearing. The loader refuses such a library unless
  * COOP_ALLOW_DEBUG_LIBRARY=1.
  */
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { hashSources } from "../src/sandbox/source_hash.ts";
 
@@ -33,7 +34,7 @@ for (const layer of disabled) {
   }
 }
 
-const root = new URL("..", import.meta.url).pathname;
+const root = fileURLToPath(new URL("..", import.meta.url));
 const ffi = `${root}ffi`;
 const build = disabled.length ? `${root}build/debug-${disabled.join("+")}` : `${root}build`;
 const library = `${build}/libcoop_sandbox.so`;

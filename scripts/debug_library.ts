@@ -4,8 +4,9 @@
  * that makes a child `coop` or `deno test` load it (the loader refuses it otherwise).
  * @module
  */
+import { fileURLToPath } from "node:url";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /** The outcome of one debug build. */
 export interface DebugLibrary {

@@ -1,7 +1,7 @@
 /**
  * The HTTP channel: `POST /v1/messages` with a bearer token speaks as `http:<id>`;
  * `GET /healthz` answers without authentication. Web-standard Request/Response, so the
- * handler is tested without a network and served with `Deno.serve`.
+ * handler is tested without a network and served by `serveHttp` (http_server.ts).
  * @module
  */
 import { getLogger } from "@logtape/logtape";
@@ -9,6 +9,7 @@ import { z } from "zod";
 import { isSessionId } from "../gateway/session_store.ts";
 import { TurnLimitError } from "../gateway/turn_limiter.ts";
 import { sameSecret } from "../sandbox/secret_compare.ts";
+import { type HttpServer, type HttpServerLimits, serveHttp } from "./http_server.ts";
 import type { TurnHandler } from "./turn_handler.ts";
 
 const log = getLogger(["coop", "channel", "http"]);
@@ -163,18 +164,18 @@ async function message(
   return json(200, outcome);
 }
 
-/** Serves the channel on `listen` (`host:port`) until `signal` aborts. */
+/** Serves the channel on `listen` (`host:port`) until `signal` aborts; throws what listening throws. */
 export function serveHttpChannel(
   listen: string,
-  options: HttpChannelOptions,
+  options: HttpChannelOptions & { limits: HttpServerLimits },
   signal?: AbortSignal,
-): Deno.HttpServer<Deno.NetAddr> {
+): HttpServer {
   const at = listen.lastIndexOf(":");
-  const hostname = listen.slice(0, at).replace(/^\[(.*)\]$/, "$1");
-  return Deno.serve({
-    hostname,
+  return serveHttp({
+    hostname: listen.slice(0, at).replace(/^\[(.*)\]$/, "$1"),
     port: Number(listen.slice(at + 1)),
+    limits: options.limits,
+    handler: createHttpHandler(options),
     signal,
-    onListen: (addr) => log.info("channel.http.listening {hostname}:{port}", { ...addr }),
-  }, createHttpHandler(options));
+  });
 }

@@ -5,12 +5,8 @@
  */
 import process from "node:process";
 import { runTerminalChannel } from "../channels/terminal_channel.ts";
-import {
-  parseConfigOption,
-  startGateway,
-  type StartupDependencies,
-  writeStderr,
-} from "./gateway_startup.ts";
+import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
+import { writeStderr } from "./stderr.ts";
 
 /** The terminal's sender id: the REPL speaks as `terminal:default`. */
 export const TERMINAL_SENDER = "default";

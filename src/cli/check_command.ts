@@ -15,6 +15,7 @@ import {
   ConfigError,
   formatDiagnostic,
 } from "../gateway/config_diagnostic.ts";
+import { callerPath } from "./caller_path.ts";
 import {
   probeSandbox,
   type SandboxProbe,
@@ -38,7 +39,7 @@ export interface CheckDependencies {
 export interface CheckReport {
   /** True when there are no errors. */
   ok: boolean;
-  /** The config file checked. */
+  /** The config file checked (absolute: the path that was tried). */
   config: string;
   /** Problems that stop Coop from starting. */
   errors: ConfigDiagnostic[];
@@ -129,7 +130,7 @@ export async function runCheck(
   }
   const report: CheckReport = {
     ok: false,
-    config: parsed.config,
+    config: callerPath(parsed.config),
     errors: [],
     warnings: [],
     sandbox: null,
@@ -137,7 +138,7 @@ export async function runCheck(
   };
   let config: CoopConfig | null = null;
   try {
-    config = await loadConfig(parsed.config);
+    config = await loadConfig(report.config);
   } catch (error) {
     // Only config mistakes are reported as diagnostics; anything else is a bug and may throw.
     if (!(error instanceof ConfigError)) throw error;

@@ -4,15 +4,18 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { CoopError } from "../core/errors.ts";
+import { CoopError, errorMessage } from "../core/errors.ts";
 import { sandboxBanner } from "../gateway/banner.ts";
 import { type CoopConfig, loadConfig } from "../gateway/config.ts";
 import { autoexecInSandboxWorkspaces, autoexecWarning } from "../gateway/autoexec_files.ts";
 import { checkConfig } from "../gateway/config_check.ts";
 import { ConfigError, formatDiagnostic } from "../gateway/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
+import { lockStateDir, type StateLock, StateLockedError } from "../gateway/state_lock.ts";
 import { probe, type ProbeReport } from "../sandbox/mod.ts";
+import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
+import { writeStderr } from "./stderr.ts";
 
 /** A gateway ready to serve, and the measured sandbox line to show. */
 export interface StartedGateway {
@@ -20,6 +23,14 @@ export interface StartedGateway {
   gateway: Gateway;
   /** The startup banner's sandbox line (measured by a probe sandbox). */
   banner: string;
+  /** The state directory's gateway lock, when asked for; release it after `gateway.close()`. */
+  lock?: StateLock;
+}
+
+/** What startup does beyond opening the gateway. */
+export interface StartupOptions {
+  /** Take the state directory's gateway lock (`coop start`): one gateway per directory. */
+  lockStateDir?: boolean;
 }
 
 /** What startup may be given instead of the real world (tests). */
@@ -30,18 +41,15 @@ export interface StartupDependencies extends GatewayDependencies {
   writeError?: (text: string) => void;
 }
 
-/** Parses `[--config FILE]`, the only option of `start` and `chat`. */
+/** Parses `[--config FILE]`, the only option of `start` and `chat`: the absolute path. */
 export function parseConfigOption(args: string[]): string {
   const { values } = parseArgs({
     args,
     options: { config: { type: "string", default: DEFAULT_CONFIG_FILE } },
     allowPositionals: false,
   });
-  return values.config ?? DEFAULT_CONFIG_FILE;
+  return callerPath(values.config ?? DEFAULT_CONFIG_FILE);
 }
-
-/** Writes to stderr (diagnostics and status lines of `start` and `chat`). */
-export const writeStderr = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text));
 
 /**
  * Loads, checks and opens everything; returns the exit status instead when the config has
@@ -50,6 +58,7 @@ export const writeStderr = (text: string) => Deno.stderr.writeSync(new TextEncod
 export async function startGateway(
   file: string,
   deps: StartupDependencies = {},
+  options: StartupOptions = {},
 ): Promise<StartedGateway | number> {
   const write = deps.writeError ?? writeStderr;
   let config: CoopConfig;
@@ -69,6 +78,15 @@ export async function startGateway(
     write(`coop: ${file} has errors; nothing was started\n`);
     return 1;
   }
+  let lock: StateLock | undefined;
+  if (options.lockStateDir) {
+    try {
+      lock = lockStateDir(config.agent.stateDir);
+    } catch (error) {
+      write(`coop: ${lockFailure(error, config.agent.stateDir)}\n`);
+      return 1;
+    }
+  }
   for (const f of autoexecInSandboxWorkspaces(config)) write(`${autoexecWarning(f)}\n`);
   // Measured, never assumed; not measured at all when the sandbox is off (nothing would use it).
   const report = config.sandbox.enabled ? await (deps.probe ?? probe)() : null;
@@ -77,9 +95,15 @@ export async function startGateway(
   try {
     gateway = Gateway.open(config, deps);
   } catch (error) {
+    lock?.release();
     if (!(error instanceof CoopError)) throw error;
     write(`coop: cannot open the state database in ${config.agent.stateDir}: ${error.message}\n`);
     return 1;
   }
-  return { config, gateway, banner };
+  return { config, gateway, banner, ...(lock ? { lock } : {}) };
+}
+
+function lockFailure(error: unknown, stateDir: string): string {
+  if (error instanceof StateLockedError) return error.message;
+  return `cannot lock the state directory ${stateDir}: ${errorMessage(error)}`;
 }

@@ -5,7 +5,6 @@
  */
 import { parseArgs } from "node:util";
 import type { Buffer } from "node:buffer";
-import { isAbsolute, resolve } from "node:path";
 import {
   exec,
   lastSelfTest,
@@ -17,6 +16,7 @@ import {
   SandboxError,
   SandboxPolicyError,
   type SandboxPolicyInput,
+  SandboxSetupError,
   type SandboxStatus,
   selfTest,
   type SelfTestResult,
@@ -24,6 +24,8 @@ import {
 } from "../sandbox/mod.ts";
 import { parseByteSize } from "../sandbox/byte_size.ts";
 import { parseDuration, timeoutProblem } from "../sandbox/duration.ts";
+import { callerPath } from "./caller_path.ts";
+import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
@@ -43,15 +45,7 @@ function print(text: string): void {
   writeAll(Deno.stdout, encoder.encode(text));
 }
 
-function printError(text: string): void {
-  writeAll(Deno.stderr, encoder.encode(text));
-}
-
-/** `deno task` runs in the checkout; relative paths mean the user's directory. */
-function userPath(path: string): string {
-  if (isAbsolute(path)) return path;
-  return resolve(Deno.env.get("INIT_CWD") ?? Deno.cwd(), path);
-}
+const printError = writeStderr;
 
 function renderStatus(report: ProbeReport): string {
   const p = report.platform;
@@ -73,7 +67,7 @@ function renderStatus(report: ProbeReport): string {
 }
 
 function renderLastSelfTest(last: SelfTestResult | undefined): string {
-  if (!last) return "  self-test: never run (coop sandbox test)\n";
+  if (!last) return "  self-test: never run with this sandbox library (coop sandbox test)\n";
   const failed = last.checks.filter((c) => !c.ok).map((c) => c.id);
   const verdict = last.passed
     ? "passed"
@@ -172,7 +166,7 @@ async function execCommand(args: string[]): Promise<number> {
   const ownWorkspace = values.workspace === undefined;
   const workspace = ownWorkspace
     ? await Deno.makeTempDir({ prefix: "coop-ws-" })
-    : userPath(values.workspace!);
+    : callerPath(values.workspace!);
   const policy: SandboxPolicyInput = {
     workspace,
     network: network as NetworkMode,
@@ -189,7 +183,10 @@ async function execCommand(args: string[]): Promise<number> {
     return await streamCommand(policy, positionals, timeoutMs);
   } catch (error) {
     if (!(error instanceof SandboxError)) throw error;
-    printError(`coop: ${error.message}\n`);
+    const where = error instanceof SandboxSetupError && error.step === "mount-workspace"
+      ? ` (--workspace ${workspace})`
+      : "";
+    printError(`coop: ${error.message}${where}\n`);
     return EXIT_SANDBOX_FAILED;
   } finally {
     if (ownWorkspace) await Deno.remove(workspace, { recursive: true }).catch(() => {});

@@ -1,18 +1,18 @@
 /**
  * `coop start [--config FILE]`: serves the configured channels (HTTP) and runs the cron jobs
- * until SIGTERM or SIGINT, then drains: turns in flight are cancelled (their sandboxes killed),
+ * until SIGTERM or SIGINT, holding the state directory's lock (one gateway per directory;
+ * `coop chat` takes none: its sessions are its own and it runs no cron), then drains: turns in flight are cancelled (their sandboxes killed),
  * the scheduler stops, the state database is closed, and the process exits 0.
  * @module
  */
 import { getLogger } from "@logtape/logtape";
 import { serveHttpChannel } from "../channels/http_channel.ts";
+import type { HttpServer } from "../channels/http_server.ts";
 import { CronScheduler } from "../gateway/cron_scheduler.ts";
-import {
-  parseConfigOption,
-  startGateway,
-  type StartupDependencies,
-  writeStderr,
-} from "./gateway_startup.ts";
+import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
+import { writeStderr } from "./stderr.ts";
+import { connectionCap, openFileLimit } from "./connection_budget.ts";
+import { listenFailure } from "./listen_failure.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -24,13 +24,14 @@ export async function startCommand(
   deps: StartupDependencies = {},
 ): Promise<number> {
   const file = parseConfigOption(args);
-  const started = await startGateway(file, deps);
+  const started = await startGateway(file, deps, { lockStateDir: true });
   if (typeof started === "number") return started;
-  const { config, gateway, banner } = started;
+  const { config, gateway, banner, lock } = started;
   say(banner);
   const http = config.channels.http?.enabled ? config.channels.http : undefined;
   if (!http && config.cron.length === 0) {
     gateway.close();
+    lock?.release();
     say(
       `nothing to run in ${file}: enable [channels.http] or add [[cron]] jobs ` +
         "(the terminal is `coop chat`)",
@@ -40,24 +41,53 @@ export async function startCommand(
 
   const stop = new AbortController();
   const onSignal = () => stop.abort();
+  // Before the channel listens: Deno creates its signal driver's descriptors on first use and
+  // aborts the process when it cannot (a flood could have taken every descriptor by then).
   Deno.addSignalListener("SIGTERM", onSignal);
   Deno.addSignalListener("SIGINT", onSignal);
+  const stopListening = () => {
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    Deno.removeSignalListener("SIGINT", onSignal);
+  };
   const stopped = new Promise<void>((resolve) =>
     stop.signal.addEventListener("abort", () => resolve(), { once: true })
   );
 
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  let server: HttpServer | undefined;
   if (http) {
     const tokens = http.tokens.flatMap((t) => {
       const token = Deno.env.get(t.token_env) ?? "";
       if (token === "") say(`warning: ${t.token_env} is not set; requests as http:${t.id} get 401`);
       return token === "" ? [] : [{ id: t.id, token }];
     });
-    server = serveHttpChannel(http.listen, {
-      tokens,
-      maxBodyBytes: http.max_body_bytes,
-      handle: gateway.handle,
-    });
+    const fileLimit = openFileLimit();
+    const maxConnections = connectionCap(http.max_connections, fileLimit);
+    if (maxConnections < http.max_connections) {
+      say(
+        `warning: channels.http.max_connections = ${http.max_connections} is more than half ` +
+          `the open-file limit (${fileLimit}); holding at most ${maxConnections} connections`,
+      );
+    }
+    try {
+      server = serveHttpChannel(http.listen, {
+        tokens,
+        maxBodyBytes: http.max_body_bytes,
+        limits: {
+          headersTimeoutMs: http.headers_timeout,
+          requestTimeoutMs: http.request_timeout,
+          maxConnections,
+        },
+        handle: gateway.handle,
+      });
+    } catch (error) {
+      const reason = listenFailure(error, http.listen);
+      if (reason === undefined) throw error;
+      stopListening();
+      gateway.close();
+      lock?.release();
+      say(`cannot listen on ${http.listen} (channels.http.listen in ${file}): ${reason}`);
+      return 1;
+    }
     const { hostname, port } = server.addr;
     say(`http channel on http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`);
   }
@@ -73,8 +103,8 @@ export async function startCommand(
   await Promise.all([gateway.drain(), cron.stop()]);
   await server?.shutdown();
   gateway.close();
-  Deno.removeSignalListener("SIGTERM", onSignal);
-  Deno.removeSignalListener("SIGINT", onSignal);
+  lock?.release();
+  stopListening();
   say("stopped");
   return 0;
 }

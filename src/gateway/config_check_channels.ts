@@ -4,6 +4,7 @@
  */
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
+import { configSchema } from "./config_schema.ts";
 import { isLoopbackHost } from "./loopback_host.ts";
 
 /** Channels the config may describe that no command of this version serves. */
@@ -61,12 +62,18 @@ export function checkHttpChannel(config: CoopConfig, out: ConfigDiagnostic[]): v
 }
 
 /** What each channel's table holds when it only says `enabled` (its defaults). */
-const CHANNEL_DEFAULTS: Readonly<Record<string, Record<string, unknown>>> = {
-  terminal: { enabled: true },
-  http: { enabled: false, listen: "127.0.0.1:8787", max_body_bytes: 1 << 20, tokens: [] },
-  telegram: { enabled: false },
-  signal: { enabled: false },
-};
+/** What each channel's table holds when it sets nothing: taken from the schema itself, so a key
+ * added there is never mistaken for one the owner set. Telegram and Signal need a key to parse
+ * at all; everything they set beyond `enabled` is the owner's. */
+const CHANNEL_DEFAULTS: Readonly<Record<string, Record<string, unknown>>> = (() => {
+  const channels = configSchema.parse({ channels: { terminal: {}, http: {} } }).channels;
+  return {
+    terminal: channels.terminal ?? {},
+    http: channels.http ?? {},
+    telegram: { enabled: false },
+    signal: { enabled: false },
+  };
+})();
 
 /** A channel's table that sets something but leaves the channel off (`enabled` is false). */
 export function checkDisabledChannels(config: CoopConfig, out: ConfigDiagnostic[]): void {

@@ -70,13 +70,30 @@ export const sandboxSchema = z.strictObject({
   ...sandboxOverrideShape,
 });
 
+/** `[channels.http]` limits on clients: deadlines (ms once parsed) and the connection cap. */
+const httpConnectionShape = {
+  headers_timeout: timeoutDuration.default(10_000),
+  request_timeout: timeoutDuration.default(30_000),
+  max_connections: z.number().int("must be a whole number").min(1, "must be at least 1")
+    .max(65_536, "must be at most 65536").default(256),
+};
+
+function requestTimeoutCoversHeaders(
+  http: { headers_timeout: number; request_timeout: number },
+  ctx: z.RefinementCtx,
+): void {
+  if (http.request_timeout < http.headers_timeout) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["request_timeout"],
+      message: "must be at least headers_timeout (the head is part of the request)",
+    });
+  }
+}
+
 /** `host:port` or `[v6]:port`, port 1-65535. */
 // Port 0 asks the kernel for a free port (coop start prints the one it got).
 const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(0|[1-9][0-9]{0,4})$/;
-
-/** A provider timeout (milliseconds): zero would fail every request; past the timer's ceiling
- * it would overflow and fire at once. */
-const providerTimeout = timeoutDuration;
 
 /** One `[[providers]]` entry; `type` is the older spelling of `kind` and still accepted. */
 export const providerSchema = z.strictObject({
@@ -89,9 +106,9 @@ export const providerSchema = z.strictObject({
   base_url: z.url("must be a URL").optional(),
   api_key_env: envName.optional(),
   models: z.array(z.string().min(1)).optional(),
-  connect_timeout: providerTimeout.optional(),
-  first_byte_timeout: providerTimeout.optional(),
-  idle_timeout: providerTimeout.optional(),
+  connect_timeout: timeoutDuration.optional(),
+  first_byte_timeout: timeoutDuration.optional(),
+  idle_timeout: timeoutDuration.optional(),
 }).superRefine((p, ctx) => {
   if (p.kind === undefined && p.type === undefined) {
     ctx.addIssue({
@@ -178,11 +195,12 @@ export const configSchema = z.strictObject({
         "port must be 0-65535 (0: any free port)",
       ).default("127.0.0.1:8787"),
       max_body_bytes: z.number().int().min(1024, "must be at least 1024").default(1 << 20),
+      ...httpConnectionShape,
       tokens: z.array(z.strictObject({
         id: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, "must be lowercase letters, digits, . _ -"),
         token_env: envName,
       })).default([]),
-    }).optional(),
+    }).superRefine(requestTimeoutCoversHeaders).optional(),
     telegram: z.strictObject({
       enabled: z.boolean().default(false),
       token_env: envName,

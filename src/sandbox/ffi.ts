@@ -3,6 +3,8 @@
  * was built from the sources in this checkout.
  * @module
  */
+import { createHash } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { SandboxUnavailableError } from "./errors.ts";
 import { hashSources } from "./source_hash.ts";
 
@@ -62,7 +64,13 @@ const REBUILD = "run `deno task build:ffi` (needs gcc), or `./coop` which builds
 
 /** Where the library is looked for: `$COOP_SANDBOX_LIB`, else `build/` of this checkout. */
 export function libraryPath(): string {
-  return Deno.env.get("COOP_SANDBOX_LIB") ?? new URL("build/libcoop_sandbox.so", ROOT).pathname;
+  return Deno.env.get("COOP_SANDBOX_LIB") ??
+    fileURLToPath(new URL("build/libcoop_sandbox.so", ROOT));
+}
+
+/** SHA-256 (hex) of the library file: names this exact build, debug builds included. */
+export async function libraryDigest(): Promise<string> {
+  return createHash("sha256").update(await Deno.readFile(libraryPath())).digest("hex");
 }
 
 let loaded: Promise<Trampoline> | undefined;
@@ -94,7 +102,7 @@ async function open(): Promise<Trampoline> {
   }
   const pointer = library.symbols.coop_source_hash();
   const built = pointer ? Deno.UnsafePointerView.getCString(pointer) : "";
-  const sourceDir = new URL("ffi", ROOT).pathname;
+  const sourceDir = fileURLToPath(new URL("ffi", ROOT));
   const haveSources = await Deno.stat(sourceDir).then(() => true, () => false);
   if (haveSources) {
     const expected = await hashSources(sourceDir);

@@ -7,6 +7,7 @@
  */
 import { exec } from "./exec.ts";
 import { SandboxError } from "./errors.ts";
+import { libraryDigest } from "./ffi.ts";
 
 /** One attack of the self-test. */
 export interface SelfTestCheck {
@@ -27,6 +28,8 @@ export interface SelfTestResult {
   checks: SelfTestCheck[];
   /** Set when the sandbox could not start; the test then fails closed. */
   error?: string;
+  /** SHA-256 of the sandbox library it ran against (absent when the library is unreadable). */
+  library?: string;
 }
 
 /** Coop's per-user state directory: `$XDG_STATE_HOME/coop`, default `~/.local/state/coop`. */
@@ -36,12 +39,21 @@ export function coopStateDir(): string {
   return `${base}/coop`;
 }
 
-const RESULT_FILE = "sandbox-selftest.json";
+/**
+ * Where the result for the library with SHA-256 `library` is stored. One record per library
+ * build: every checkout shares the state directory, and a result measured with another build
+ * (other sources, a debug build) says nothing about this one.
+ */
+function resultFile(library: string): string {
+  return `${coopStateDir()}/sandbox-selftest-${library}.json`;
+}
 
-/** The last stored self-test result, if any. */
+/** The last stored self-test result of the library this process loads, if any. */
 export async function lastSelfTest(): Promise<SelfTestResult | undefined> {
   try {
-    return JSON.parse(await Deno.readTextFile(`${coopStateDir()}/${RESULT_FILE}`));
+    const library = await libraryDigest();
+    const result: SelfTestResult = JSON.parse(await Deno.readTextFile(resultFile(library)));
+    return result.library === library ? result : undefined;
   } catch {
     return undefined;
   }
@@ -216,13 +228,17 @@ export async function selfTest(): Promise<SelfTestResult> {
     }
     await Deno.remove(workspace, { recursive: true }).catch(() => {});
   }
+  const library = await libraryDigest().catch(() => undefined);
   const result: SelfTestResult = {
     passed: error === undefined && checks.every((c) => c.ok),
     at: new Date().toISOString(),
     checks,
     ...(error ? { error } : {}),
+    ...(library ? { library } : {}),
   };
-  await Deno.writeTextFile(`${stateDir}/${RESULT_FILE}`, JSON.stringify(result, null, 2) + "\n")
-    .catch(() => {});
+  if (library) {
+    await Deno.writeTextFile(resultFile(library), JSON.stringify(result, null, 2) + "\n")
+      .catch(() => {});
+  }
   return result;
 }

@@ -99,6 +99,7 @@ Deno.test("served on loopback: a real request round-trips", async () => {
   const server = serveHttpChannel("127.0.0.1:0", {
     tokens,
     maxBodyBytes: 1024,
+    limits: { headersTimeoutMs: 5_000, requestTimeoutMs: 5_000, maxConnections: 8 },
     handle: (m) => Promise.resolve({ reply: `hi ${m.sender}`, session: "s", tools: [] }),
   }, abort.signal);
   try {

@@ -1,8 +1,9 @@
 /** `coop start` and `coop chat` refuse bad setups with a clear message, never a stack trace. */
+import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
 
-const main = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
 async function coop(
   args: string[],

@@ -1,7 +1,8 @@
+import { fileURLToPath } from "node:url";
 import { assert, assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
 
-const main = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
 async function coop(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {

@@ -2,9 +2,6 @@
  * `coop start` across crashes and shutdowns: a SIGKILL mid-turn loses nothing acknowledged, and
  * SIGTERM drains (the running sandbox is killed, the caller told, the process exits 0).
  */
-import { join } from "node:path";
-import { openStateDb } from "../../src/gateway/state_db.ts";
-import { SessionStore } from "../../src/gateway/session_store.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
@@ -14,8 +11,10 @@ import {
   type CoopHome,
   makeCoopHome,
   postMessage,
+  sessionHistory,
   startGateway,
   stopGateway,
+  until,
 } from "./gateway_process.ts";
 
 const BOB = { BOB_TOKEN: "bob-secret" };
@@ -32,14 +31,6 @@ async function pointAt(home: CoopHome, serverUrl: string): Promise<void> {
     home.config,
     text.replace(/base_url = ".*"/, `base_url = "${serverUrl}"`),
   );
-}
-
-async function until(what: string, done: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 sandboxTest(
@@ -131,18 +122,9 @@ sandboxTest(
         assertMatch(gateway.stderr(), /stopped/);
         assertEquals(server.requests.length, 1, "the cancelled turn did not go on");
         // Flushed: the user's message and the interrupted tool call are in the database.
-        const db = openStateDb(join(home.dir, "state"));
-        try {
-          const history = new SessionStore(db).history({
-            channel: "http",
-            user: "bob",
-            session: "drain1",
-          });
-          assertEquals(history.map((m) => m.role), ["user", "assistant", "tool"]);
-          assertMatch(JSON.stringify(history[2].content), /killed by SIGKILL/);
-        } finally {
-          db.close();
-        }
+        const history = sessionHistory(home, { channel: "http", user: "bob", session: "drain1" });
+        assertEquals(history.map((m) => m.role), ["user", "assistant", "tool"]);
+        assertMatch(JSON.stringify(history[2].content), /killed by SIGKILL/);
       } finally {
         await stopGateway(gateway);
         await Deno.remove(home.dir, { recursive: true });

@@ -4,8 +4,15 @@
  * @module
  */
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { openStateDb } from "../../src/gateway/state_db.ts";
+import {
+  type SessionKey,
+  SessionStore,
+  type StoredMessage,
+} from "../../src/gateway/session_store.ts";
 
-const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
 /** A temporary Coop home: config file, workspace, state directory. */
 export interface CoopHome {
@@ -63,12 +70,24 @@ export interface GatewayProcess {
   status: Promise<Deno.CommandStatus>;
 }
 
+/** How to run the gateway process beyond its environment. */
+export interface GatewayProcessOptions {
+  /** `ulimit -n` for the process (soft and hard: Deno raises its soft limit to the hard one). */
+  fileLimit?: number;
+  /** Close our end of its stderr once it listens, so its later writes there fail with EPIPE. */
+  closeStderrWhenListening?: boolean;
+}
+
 /** Starts `coop start --config` and waits until it prints its HTTP address. */
 export async function startGateway(
   home: CoopHome,
   env: Record<string, string> = {},
+  options: GatewayProcessOptions = {},
 ): Promise<GatewayProcess> {
-  const [cmd, ...args] = coopArgv("start", "--config", home.config);
+  const argv = coopArgv("start", "--config", home.config);
+  const [cmd, ...args] = options.fileLimit === undefined
+    ? argv
+    : ["sh", "-c", `ulimit -n ${options.fileLimit} && exec "$@"`, "sh", ...argv];
   const child = new Deno.Command(cmd, {
     args,
     env: home.env(env),
@@ -86,6 +105,7 @@ export async function startGateway(
       text += decoder.decode(chunk, { stream: true });
       const match = /http channel on (http:\/\/\S+)/.exec(text);
       if (match) announce(match[1]);
+      if (match && options.closeStderrWhenListening) break; // cancels the stream: pipe closed
     }
   })();
   const status = child.status.then(async (s) => {
@@ -131,4 +151,23 @@ export async function stopGateway(gateway: GatewayProcess): Promise<void> {
     // Already gone.
   }
   await gateway.status;
+}
+
+/** Waits until `done()` holds, polling every 20 ms; throws naming `what` after `ms`. */
+export async function until(what: string, done: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** One session's stored history in `home`'s state database (read after the gateway ended). */
+export function sessionHistory(home: CoopHome, key: SessionKey): StoredMessage[] {
+  const db = openStateDb(home.stateDir);
+  try {
+    return new SessionStore(db).history(key);
+  } finally {
+    db.close();
+  }
 }

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import { runCheck } from "../../src/cli/check_command.ts";
@@ -177,7 +178,7 @@ for (const [label, text, expected] of MALFORMED) {
 Deno.test("every malformed config (at least twenty) through a subprocess: exit 1, one message, no stack trace", async () => {
   const dir = await Deno.makeTempDir({ prefix: "coop-check-sub-" });
   try {
-    const entry = new URL("../../src/cli/check_command.ts", import.meta.url).pathname;
+    const entry = fileURLToPath(new URL("../../src/cli/check_command.ts", import.meta.url));
     const results = await Promise.all(MALFORMED.map(async ([, text], i) => {
       const file = join(dir, `c${i}.toml`);
       await Deno.writeTextFile(file, text);

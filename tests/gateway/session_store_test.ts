@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -250,7 +251,7 @@ Deno.test("SIGKILL while appending: every acknowledged message survives, databas
   const root = await Deno.makeTempDir({ prefix: "coop-sessions-kill-" });
   const stateDir = join(root, "state");
   try {
-    const fixture = new URL("./fixtures/session_append_loop.ts", import.meta.url).pathname;
+    const fixture = fileURLToPath(new URL("./fixtures/session_append_loop.ts", import.meta.url));
     // "intermediate": two of three appends are non-durable, like a turn's tool steps; a crash
     // of Coop (SIGKILL) must lose none of those either, only a power cut could.
     for (

@@ -3,11 +3,12 @@
  * (`build:ffi --disable LAYER`) must make the named test fail, while the release library
  * passes the same test. docs/security.md lists the same table.
  */
+import { fileURLToPath } from "node:url";
 import { buildDebugLibrary } from "../../scripts/debug_library.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { sandboxTest } from "./harness.ts";
 
-const root = new URL("../..", import.meta.url).pathname;
+const root = fileURLToPath(new URL("../..", import.meta.url));
 
 /** layer → [test file, the test that must catch it]. */
 const CATCHERS: Record<string, [string, string]> = {

@@ -1,8 +1,9 @@
+import { fileURLToPath } from "node:url";
 import { buildDebugLibrary } from "../../scripts/debug_library.ts";
 import { assert, assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
 import { sandboxTest } from "./harness.ts";
 
-const root = new URL("../..", import.meta.url).pathname;
+const root = fileURLToPath(new URL("../..", import.meta.url));
 // Keep Deno's module cache where it is, not in the throwaway HOME.
 const DENO_DIR = Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME")}/.cache/deno`;
 

@@ -1,6 +1,7 @@
+import { fileURLToPath } from "node:url";
 import { assert, assertMatch } from "../assert.ts";
 
-const root = new URL("../..", import.meta.url).pathname;
+const root = fileURLToPath(new URL("../..", import.meta.url));
 
 Deno.test("the loader refuses a library built from other sources and says how to rebuild", async () => {
   const dir = await Deno.makeTempDir({ prefix: "coop-stale-lib-" });

@@ -1,5 +1,6 @@
 // ATTACKS.md §4.7 — environment and secrets. Rows that plant secrets put them in the gateway's
 // own environment (this test process), where a careless sandbox would pick them up.
+import { fileURLToPath } from "node:url";
 import { assert, assertEquals, assertMatch, assertNotIncludes } from "../../assert.ts";
 import { type Attack, attackSuite, keyValues, python } from "./attack_table.ts";
 
@@ -138,7 +139,7 @@ cat /proc/$2/environ; echo holder=$?; cat /proc/[0-9]*/environ 2>/dev/null | tr 
 /** E3: Coop's configuration and state are nowhere in the sandbox's filesystem. */
 function coopState(): Attack {
   const home = Deno.env.get("HOME") ?? "/root";
-  const repo = new URL("../../../", import.meta.url).pathname.replace(/\/$/, "");
+  const repo = fileURLToPath(new URL("../../../", import.meta.url)).replace(/\/$/, "");
   let state = "";
   return {
     id: "E3",

@@ -1,4 +1,5 @@
 // ATTACKS.md §4.4 — syscalls and kernel attack surface (x86_64 numbers through syscallProbe).
+import { fileURLToPath } from "node:url";
 import { assert, assertEquals, assertMatch } from "../../assert.ts";
 import { hostProcessesWith, SANDBOX_TESTS, until } from "../harness.ts";
 import { attackSuite, keyValues, python, syscallProbe, X86_64 } from "./attack_table.ts";
@@ -197,7 +198,7 @@ Deno.test({
   sanitizeOps: false,
   fn: async () => {
     const tag = `996.${Math.floor(Math.random() * 1e9)}`;
-    const root = new URL("../../../", import.meta.url).pathname;
+    const root = fileURLToPath(new URL("../../../", import.meta.url));
     const workspace = await Deno.makeTempDir({ prefix: "coop-test-ws-" });
     // A second gateway process runs the sandbox; it is SIGKILLed while the command sleeps.
     const program = `
