@@ -8,7 +8,8 @@ import { type PathScope, ToolError } from "./tool_contract.ts";
 /** Where the sandbox mounts the workspace; sandboxed principals name their files under it. */
 export const SANDBOX_WORKSPACE_MOUNT = "/work";
 
-function within(path: string, root: string): boolean {
+/** Whether `path` is `root` or below it, compared as strings (both already resolved). */
+export function within(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith("/") ? root : root + "/");
 }
 
