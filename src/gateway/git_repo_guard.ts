@@ -104,7 +104,8 @@ function inspectHooksEntry(ctx: ScanContext, dir: DirHandle): void {
   } else if (info?.isSymbolicLink()) {
     const trace = tracePath(dir.readLink("hooks"), dir.path);
     if (ctx.changed(info.ctimeMs) || ctx.viaChangedLink(trace)) {
-      return setAside(ctx, dir, "hooks", ["hooks (symbolic link)"], "hooks from elsewhere");
+      const why = `git would run hooks from wherever it points (${trace.real})`;
+      return setAside(ctx, dir, "hooks", ["hooks (symbolic link)"], why);
     }
     if (trace.exists && ctx.inside(trace.real)) {
       ctx.withDir(trace.real, (h) => inspectHooks(ctx, h));

@@ -10,7 +10,7 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { SandboxWorkspaceError } from "./errors.ts";
+import { SandboxUnavailableError, SandboxWorkspaceError } from "./errors.ts";
 import { runOffLoop } from "./off_loop.ts";
 
 /** Default entry limit of the lookup (`policy.scanLimit`). */
@@ -48,11 +48,20 @@ export async function protectedPathsOffLoop(
   maxEntries = DEFAULT_SCAN_LIMIT,
 ): Promise<string[]> {
   if (names.length === 0) return [];
-  const result = await runOffLoop<ProtectedPathsResult>(
-    new URL(import.meta.url),
-    "protectedPathsTask",
-    [workspace, names, maxEntries],
-  );
+  let result: ProtectedPathsResult;
+  try {
+    result = await runOffLoop<ProtectedPathsResult>(
+      new URL(import.meta.url),
+      "protectedPathsTask",
+      [workspace, names, maxEntries],
+    );
+  } catch (error) {
+    throw new SandboxUnavailableError(
+      `cannot check which paths of ${workspace} must stay read-only, so nothing was run: ` +
+        (error as Error).message,
+      { cause: error },
+    );
+  }
   if ("tooLarge" in result) throw workspaceTooLarge(workspace, maxEntries);
   return result.paths;
 }

@@ -69,7 +69,8 @@ Deno.test("scan: a repository the call made keeps only safe config; traps set as
         "git config branch.main.remote origin && git config core.fsmonitor 'touch /tmp/x' && " +
         "git config alias.st '!touch /tmp/x' && git config credential.helper '!touch /tmp/x' && " +
         "git config include.path ../evil.inc && git config remote.origin.uploadpack 'touch /tmp/x'" +
-        " && printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+        " && printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit" +
+        " && ln -s /bin/true .git/hooks/post-checkout",
       dir,
     );
     const original = Deno.readFileSync(join(dir, "app/.git/config"));
@@ -77,6 +78,7 @@ Deno.test("scan: a repository the call made keeps only safe config; traps set as
     strictEqual(report.complete, true, report.problems.join("; "));
     deepStrictEqual(rel(dir, report.neutralised.map((n) => n.path)), [
       "app/.git/config",
+      "app/.git/hooks/post-checkout",
       "app/.git/hooks/pre-commit",
     ]);
     deepStrictEqual(report.neutralised[0].keys.sort(), [
@@ -117,7 +119,10 @@ Deno.test("scan: repositories at any depth — nested, bare, config.worktree, li
         "git init -q wt && cd wt && git commit -q --allow-empty -m i && " +
         "git config extensions.worktreeConfig true && " +
         "git config --worktree core.fsmonitor 'touch /tmp/x' && git worktree add -q ../wt2 && " +
-        "git -C ../wt2 config --worktree core.sshCommand 'touch /tmp/x'",
+        "git -C ../wt2 config --worktree core.sshCommand 'touch /tmp/x' && cd .. && " +
+        "git init -q sup && mkdir sup/.git/modules && " +
+        "git init -q --separate-git-dir sup/.git/modules/lib sup/lib && " +
+        "git -C sup/lib config core.editor 'touch /tmp/x'",
       dir,
     );
     const report = scanWorkspace(dir, { since, neutralise: true });
@@ -127,6 +132,7 @@ Deno.test("scan: repositories at any depth — nested, bare, config.worktree, li
       [
         ["a/b/c/.git/config", "core.pager"],
         ["srv.git/config", "alias.x"],
+        ["sup/.git/modules/lib/config", "core.editor"],
         ["wt/.git/config.worktree", "core.fsmonitor"],
         ["wt/.git/worktrees/wt2/config.worktree", "core.sshcommand"],
       ],
@@ -149,13 +155,15 @@ Deno.test("scan: pointers that lead outside the workspace are set aside; inside 
         `git init -q inner && mkdir gi && echo 'gitdir: ../inner/.git' > gi/.git && ` +
         `git init -q alt && echo '${outside}/.git/objects' > alt/.git/objects/info/alternates && ` +
         `git init -q wk && echo '${outside}/.git' > wk/.git/commondir && ` +
-        `git init -q ob && rm -r ob/.git/refs && ln -s '${outside}/.git/refs' ob/.git/refs`,
+        `git init -q ob && rm -r ob/.git/refs && ln -s '${outside}/.git/refs' ob/.git/refs && ` +
+        `git init -q hs && rm -r hs/.git/hooks && ln -s '${outside}/.git/hooks' hs/.git/hooks`,
       ws,
     );
     const report = scanWorkspace(ws, { since, neutralise: true });
     deepStrictEqual(rel(ws, report.neutralised.map((n) => n.path)), [
       "alt/.git/objects/info/alternates",
       "gf/.git",
+      "hs/.git/hooks",
       "ln/.git",
       "ob/.git/refs",
       "wk/.git/commondir",
