@@ -143,7 +143,10 @@ export class DirHandle {
     }
   }
 
-  /** Clears the execute bits of regular file `name` (through its fd: never a symlink's target). */
+  /**
+   * Clears the execute bits of regular file `name` through its fd (never a symlink's target),
+   * unless it has other names.
+   */
   clearExecutable(name: string): void {
     let fd: number;
     try {
@@ -153,7 +156,8 @@ export class DirHandle {
     }
     try {
       const info = fs.fstatSync(fd);
-      if (info.isFile()) fs.fchmodSync(fd, info.mode & 0o666);
+      // A hard link shares its mode with the other name, which may be someone else's file.
+      if (info.isFile() && info.nlink === 1) fs.fchmodSync(fd, info.mode & 0o666);
     } finally {
       fs.closeSync(fd);
     }

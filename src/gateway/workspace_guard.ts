@@ -35,9 +35,27 @@ export class WorkspaceGuard {
   readonly #reported = new Map<string, number>();
   /** Workspaces whose last scan was incomplete, with the start of the window it covered. */
   readonly #unverifiedSince = new Map<string, number>();
+  /** The scan running per workspace: two calls of one user end together, scans take turns. */
+  readonly #running = new Map<string, Promise<unknown>>();
 
   /** Scans `workspace` for what changed since `started` (earlier if a scan was incomplete). */
-  async afterCall(
+  afterCall(
+    principal: string,
+    workspace: string,
+    started: number,
+    maxEntries: number,
+  ): Promise<AfterCallFindings> {
+    const previous = this.#running.get(workspace) ?? Promise.resolve();
+    const next = previous.then(() => this.#scan(principal, workspace, started, maxEntries));
+    const settled = next.catch(() => {});
+    this.#running.set(workspace, settled);
+    void settled.then(() => {
+      if (this.#running.get(workspace) === settled) this.#running.delete(workspace);
+    });
+    return next;
+  }
+
+  async #scan(
     principal: string,
     workspace: string,
     started: number,

@@ -87,8 +87,8 @@ export function scanWorkspace(workspace: string, options: ScanOptions): Workspac
   try {
     walk(ctx, rootDir, 0, false);
   } catch (error) {
-    if (!(error instanceof ScanStop)) throw error;
-    ctx.unverified(error.message);
+    // Whatever was neutralised before is in the report, so the owner is told of it too.
+    ctx.unverified(error instanceof ScanStop ? error.message : `the scan failed: ${error}`);
   } finally {
     rootDir.close();
   }

@@ -301,3 +301,23 @@ Deno.test("DirHandle: a directory swapped for a symlink is never followed", () =
       root.close();
     }
   }));
+
+Deno.test("scan: a hook hard-linked to another file is set aside without touching that file", () =>
+  withDir((dir) => {
+    sh("mkdir tools && printf '#!/bin/sh\\n' > tools/build.sh && chmod 755 tools/build.sh", dir);
+    const since = Date.now();
+    sh("git init -q r && ln tools/build.sh r/.git/hooks/pre-commit", dir);
+    const report = scanWorkspace(dir, { since, neutralise: true });
+    deepStrictEqual(rel(dir, report.neutralised.map((n) => n.path)), ["r/.git/hooks/pre-commit"]);
+    strictEqual(Deno.statSync(join(dir, "tools/build.sh")).mode! & 0o777, 0o755);
+    ok(!existsSync(join(dir, "r/.git/hooks/pre-commit")));
+  }));
+
+function existsSync(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
