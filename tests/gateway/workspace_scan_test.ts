@@ -5,6 +5,7 @@
  * sandbox, with the owner's git run on them, are in tests/sandbox/attacks/git_traps_test.ts.
  */
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { DirHandle } from "../../src/gateway/dir_handle.ts";
 import { scanWorkspace } from "../../src/gateway/workspace_scan.ts";
@@ -312,12 +313,3 @@ Deno.test("scan: a hook hard-linked to another file is set aside without touchin
     strictEqual(Deno.statSync(join(dir, "tools/build.sh")).mode! & 0o777, 0o755);
     ok(!existsSync(join(dir, "r/.git/hooks/pre-commit")));
   }));
-
-function existsSync(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}

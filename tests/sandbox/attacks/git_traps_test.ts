@@ -9,6 +9,7 @@
  * that the trap was real and that Coop, not chance, stopped it.
  */
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { runCheck } from "../../../src/cli/check_command.ts";
@@ -136,7 +137,7 @@ const TRAPS: Trap[] = [
     told: ["gf/.git"],
     wroteOutside: (h) => {
       // The owner's secret checked out into bob's workspace, and the owner's index rewritten.
-      return existsIn(`${h.ws}/gf/secret.txt`) ||
+      return existsSync(`${h.ws}/gf/secret.txt`) ||
         Deno.statSync(`${h.ownerRepo}/.git/index`).mtime!.getTime() !== INDEX_MTIME.get(h);
     },
   },
@@ -240,15 +241,6 @@ const TRAPS: Trap[] = [
 
 const INDEX_MTIME = new Map<Host, number>();
 
-function existsIn(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The owner's git on the host: no global or system config, no editor or pager from the env.
  * Asynchronous: the password-asking server runs on this event loop.
@@ -293,7 +285,7 @@ function markersIn(h: Host): string[] {
 /** Puts back what Coop set aside, as bob left it. */
 function restore(records: GitNeutralised[]): void {
   for (const n of records) {
-    if (existsIn(n.path)) Deno.removeSync(n.path);
+    if (existsSync(n.path)) Deno.removeSync(n.path);
     Deno.renameSync(n.keptAs, n.path);
     if (n.kind === "hook") Deno.chmodSync(n.path, 0o755);
   }
@@ -310,7 +302,7 @@ function call(config: CoopConfig, command: string): ToolCall {
   };
 }
 
-const HAVE_PYTHON = existsIn("/usr/bin/python3");
+const HAVE_PYTHON = existsSync("/usr/bin/python3");
 
 Deno.test({
   name: "§4.1 F27: host git traps a sandboxed user plants are neutralised, and the owner is told",
