@@ -11,7 +11,7 @@ import { basename, dirname, relative } from "node:path";
 import { type DirEntry, type DirHandle, DISABLED_SUFFIX, errnoCode } from "./dir_handle.ts";
 import { inspectConfig, type RepoPaths } from "./git_config_guard.ts";
 import { tracePath } from "./path_trace.ts";
-import type { GitNeutralised, ScanContext } from "./scan_context.ts";
+import { type GitNeutralised, type ScanContext, ScanStop } from "./scan_context.ts";
 
 /** Names at the top of a git directory that `inspectGitDir` handles itself. */
 export const HANDLED_IN_GIT_DIR = new Set(["config", "config.worktree", "hooks"]);
@@ -60,7 +60,9 @@ export function inspectGitSymlink(ctx: ScanContext, dir: DirHandle, name: string
  * aside and made non-executable (git runs a hook only by its exact name, executable).
  */
 export function inspectHooks(ctx: ScanContext, hooks: DirHandle): void {
-  for (const { name, kind } of hooks.list()) {
+  const entries = hooks.list();
+  ctx.count(entries.length);
+  for (const { name, kind } of entries) {
     const path = `${hooks.path}/${name}`;
     if (name.includes(DISABLED_SUFFIX)) {
       if (!ctx.neutralise) ctx.finding(path, setAsideText("git hook"), 0);
@@ -234,6 +236,7 @@ function guard(ctx: ScanContext, where: string, fn: () => void): void {
   try {
     fn();
   } catch (error) {
+    if (error instanceof ScanStop) throw error; // the entry limit ends the whole scan
     ctx.unverified(`could not check ${where}: ${errnoCode(error) ?? String(error)}`);
   }
 }

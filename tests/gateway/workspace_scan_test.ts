@@ -313,3 +313,13 @@ Deno.test("scan: a hook hard-linked to another file is set aside without touchin
     strictEqual(Deno.statSync(join(dir, "tools/build.sh")).mode! & 0o777, 0o755);
     ok(!existsSync(join(dir, "r/.git/hooks/pre-commit")));
   }));
+
+Deno.test("scan: entries of a hooks directory count toward the limit", () =>
+  withDir((dir) => {
+    sh("git init -q r && cd r/.git/hooks && for i in $(seq 1 1100); do : > h$i; done", dir);
+    const report = scanWorkspace(dir, { since: Date.now(), neutralise: true, maxEntries: 1000 });
+    strictEqual(report.complete, false);
+    deepStrictEqual(report.problems, [
+      "the workspace has more than 1000 entries (sandbox.workspace_scan_limit)",
+    ]);
+  }));
