@@ -6,6 +6,10 @@
  * meaning true, and a header followed by a key on the same line. Anything else is a bad line;
  * git refuses such a file, and we never keep what follows it.
  *
+ * Values follow git 2.45 and later, which keeps whitespace inside an unquoted value as written
+ * (earlier gits wrote each such character as a space); names, which decide what is dangerous, read
+ * the same in every version.
+ *
  * Text is handled as a binary string (one char per byte), so a value goes back byte for byte;
  * git itself is byte-oriented and knows no encoding here. `serializeGitConfig` writes entries in
  * one canonical form — a value bare only when plain, else quoted and escaped — so a rewritten
