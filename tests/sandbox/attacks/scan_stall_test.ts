@@ -64,6 +64,8 @@ Deno.test({
       for (let i = 0; i < DIRECTORIES; i++) Deno.mkdirSync(join(ws, `d${i}`));
       const makeMs = performance.now() - made;
 
+      // The same timer with nothing of ours running: what the machine's own load costs it.
+      const idle = await maxTimerLag(() => new Promise((r) => setTimeout(r, 1000)));
       const { lag, result } = await maxTimerLag(() => executor.call(bash("echo ran")));
       ok(result.isError, result.content);
       ok(!result.content.includes("ran\n"), "the command did not run");
@@ -73,10 +75,11 @@ Deno.test({
         result.content,
       );
       ok(result.workspaceUnverified?.[0].includes("more than 100000 entries"), "the owner is told");
-      ok(lag < MAX_LAG_MS, `the event loop was late by ${lag.toFixed(1)} ms`);
+      const measured = `longest timer delay during the call ${lag.toFixed(1)} ms, with ` +
+        `nothing running ${idle.lag.toFixed(1)} ms`;
+      ok(lag < MAX_LAG_MS, `the event loop was late: ${measured}`);
       console.log(
-        `R12: made ${DIRECTORIES} directories in ${(makeMs / 1000).toFixed(1)} s; ` +
-          `longest timer delay during the call ${lag.toFixed(1)} ms`,
+        `R12: made ${DIRECTORIES} directories in ${(makeMs / 1000).toFixed(1)} s; ${measured}`,
       );
     } finally {
       await Deno.remove(shm, { recursive: true });
