@@ -148,7 +148,7 @@ export async function runCheck(
     for (const d of checkConfig(config, deps.env)) {
       (d.severity === "error" ? report.errors : report.warnings).push(d);
     }
-    report.autoexec = autoexecInSandboxWorkspaces(config);
+    report.autoexec = await autoexecInSandboxWorkspaces(config);
     if (config.sandbox.enabled) {
       report.sandbox = await deps.probe();
       if (!report.sandbox.available) {

@@ -87,7 +87,7 @@ export async function startGateway(
       return 1;
     }
   }
-  for (const f of autoexecInSandboxWorkspaces(config)) write(`${autoexecWarning(f)}\n`);
+  for (const f of await autoexecInSandboxWorkspaces(config)) write(`${autoexecWarning(f)}\n`);
   // Measured, never assumed; not measured at all when the sandbox is off (nothing would use it).
   const report = config.sandbox.enabled ? await (deps.probe ?? probe)() : null;
   const banner = sandboxBanner(report, config.sandbox.enabled);

@@ -2,7 +2,6 @@
  * `SandboxExecutor`: authorizes a tool call, then runs it on the host (owner) or in the sandbox.
  * @module
  */
-import { getLogger } from "@logtape/logtape";
 import { errorMessage } from "../core/errors.ts";
 import type {
   CommandResult,
@@ -27,7 +26,7 @@ import {
 } from "./authorization.ts";
 import type { CoopConfig, CronJobConfig, UserConfig } from "./config.ts";
 import { channelSecrets } from "./channel_secrets.ts";
-import { type AutoexecFile, autoexecFilesIn } from "./autoexec_files.ts";
+import type { AutoexecFile, GitNeutralised } from "./scan_context.ts";
 import { gatewaySockets } from "./gateway_sockets.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
 import { gatedMemory } from "./memory_access.ts";
@@ -35,6 +34,7 @@ import type { MemoryDatabase, MemoryHit } from "./memory_store.ts";
 import { mergeSandboxSettings, type SandboxSettings, toSandboxPolicy } from "./sandbox_settings.ts";
 import { scopeFor } from "../core/path_scope.ts";
 import { WORKSPACE_DIR_MODE } from "./workspace_access_check.ts";
+import { WorkspaceGuard } from "./workspace_guard.ts";
 
 /** Runs a command in a sandbox; the real one is `exec` from the sandbox library. */
 export type SandboxRunner = (
@@ -105,6 +105,17 @@ export interface ToolCallOutcome extends ToolResult {
    * takes each one's trust as a contributor (`TurnTaint.read`, ATTACKS P14). Absent when none.
    */
   memoryRead?: MemoryHit[];
+  /**
+   * What git would have obeyed on the host that the call left — program-running config, hooks,
+   * pointers outside the workspace — and Coop disabled; each is also logged as
+   * `workspace.git_neutralised` (ATTACKS F27), and the tool result says so. Absent when none.
+   */
+  gitNeutralised?: GitNeutralised[];
+  /**
+   * Why the workspace could not be fully checked after the call (too many entries,
+   * unreadable directories); logged as `workspace.scan_incomplete` (ATTACKS R12).
+   */
+  workspaceUnverified?: string[];
 }
 
 /** Tools through which a non-owner writes files in their workspace. */
@@ -117,8 +128,8 @@ const log = getLogger(["coop", "executor"]);
 /** Executes tool calls with the placement `authorize()` chose; never falls back to the host. */
 export class SandboxExecutor {
   readonly #config: CoopConfig;
-  /** Auto-run files reported already, by path, with the change reported (no repeats). */
-  readonly #reportedAutoexec = new Map<string, number>();
+  /** Scans after non-owner calls that can write (F23, F27, R12). */
+  readonly #guard = new WorkspaceGuard();
   readonly #sandbox: SandboxRunner;
   readonly #host: HostRunner;
   readonly #hostEnv: Record<string, string>;
@@ -217,17 +228,20 @@ export class SandboxExecutor {
     const started = Date.now();
     const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);
     if (onHost || !WRITING_TOOLS.includes(call.tool)) return { ...result, decision };
-    const autoexec = autoexecFilesIn(scope.hostRoot, { changedSince: started })
-      .filter((file) => this.#reportedAutoexec.get(file.path) !== file.changedAt);
-    for (const file of autoexec) {
-      this.#reportedAutoexec.set(file.path, file.changedAt);
-      log.warn(
-        "workspace.autoexec_written {principal} wrote {path}: {what}, which runs as you when " +
-          "you use that tool there on the host; read it first",
-        { event: "workspace.autoexec_written", principal: call.principal.name, ...file },
-      );
-    }
-    return autoexec.length ? { ...result, decision, autoexec } : { ...result, decision };
+    const found = await this.#guard.afterCall(
+      call.principal.name,
+      scope.hostRoot,
+      started,
+      settings.scanLimit,
+    );
+    return {
+      ...result,
+      ...(found.note ? { content: `${result.content}\n${found.note}` } : {}),
+      decision,
+      ...(found.autoexec.length ? { autoexec: found.autoexec } : {}),
+      ...(found.gitNeutralised.length ? { gitNeutralised: found.gitNeutralised } : {}),
+      ...(found.unverified.length ? { workspaceUnverified: found.unverified } : {}),
+    };
   }
 
   /** Memory tools: authorized like any tool, then per store, and run here, never sandboxed. */

@@ -2,7 +2,7 @@
  * Sandbox settings: the global `[sandbox]` table merged with a user's or cron job's overrides.
  * @module
  */
-import type { SandboxPolicyInput } from "../sandbox/mod.ts";
+import { DEFAULT_SCAN_LIMIT, type SandboxPolicyInput } from "../sandbox/mod.ts";
 import type { RawSandboxOverrides } from "./config_schema.ts";
 
 /** Default `bash` timeout. */
@@ -39,6 +39,8 @@ export interface SandboxSettings {
   envPassthrough: readonly string[];
   /** Names re-mounted read-only at the workspace top and one level down (default `.git`). */
   protectedNames: readonly string[];
+  /** Most directory entries a workspace scan reads before and after a call (ATTACKS R12). */
+  scanLimit: number;
 }
 
 /** Converts a parsed override table into the fields it sets. */
@@ -58,6 +60,7 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (raw.tmp_size !== undefined) out.tmpSizeBytes = raw.tmp_size;
   if (raw.env_passthrough !== undefined) out.envPassthrough = raw.env_passthrough;
   if (raw.protected_names !== undefined) out.protectedNames = raw.protected_names;
+  if (raw.workspace_scan_limit !== undefined) out.scanLimit = raw.workspace_scan_limit;
   return out;
 }
 
@@ -71,6 +74,7 @@ export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings
     tmpSizeBytes: DEFAULT_TMP_SIZE_BYTES,
     envPassthrough: [],
     protectedNames: [".git"],
+    scanLimit: DEFAULT_SCAN_LIMIT,
     ...overridesFromRaw(raw),
   };
 }
@@ -98,6 +102,7 @@ export function toSandboxPolicy(settings: SandboxSettings, workspace: string): S
     tmpSizeBytes: settings.tmpSizeBytes,
     envPassthrough: [...settings.envPassthrough],
     protectedNames: [...settings.protectedNames],
+    scanLimit: settings.scanLimit,
     ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
     ...(settings.pidsLimit !== undefined ? { pidsLimit: settings.pidsLimit } : {}),
     ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),

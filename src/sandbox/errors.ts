@@ -61,3 +61,14 @@ export class SandboxLimitError extends SandboxError {
     this.name = "SandboxLimitError";
   }
 }
+
+/**
+ * The workspace could not be checked before the sandbox was built (too many entries to find the
+ * paths that must stay read-only); nothing of the command ran.
+ */
+export class SandboxWorkspaceError extends SandboxError {
+  constructor(message: string) {
+    super("sandbox.workspace_too_large", message);
+    this.name = "SandboxWorkspaceError";
+  }
+}

@@ -18,6 +18,8 @@ export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export { spawnSandboxed } from "./spawn.ts";
+export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
+export { runOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";
 export type { ProxyTestHooks, SandboxProcess, SandboxStatus, SpawnOptions } from "./spawn.ts";
 export {
@@ -52,6 +54,7 @@ export {
   SandboxPolicyError,
   SandboxSetupError,
   SandboxUnavailableError,
+  SandboxWorkspaceError,
 } from "./errors.ts";
 export { SandboxHostIdError } from "./host_ids.ts";
 export type { StepName } from "./protocol.ts";

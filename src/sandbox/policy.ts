@@ -7,6 +7,7 @@ import { SandboxPolicyError } from "./errors.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "./host_ids.ts";
 import { parseSocketAddress } from "./proxy/address_policy.ts";
 import { parseAllowEntry } from "./proxy/allowlist.ts";
+import { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 import { DEFAULT_PROXY_MAX_CONNECTIONS } from "./proxy/policy_proxy.ts";
 
 /** Network modes the Linux sandbox implements. */
@@ -71,6 +72,11 @@ const policySchema = z.strictObject({
       message: "must be a file or directory name (no /, not . or ..)",
     }),
   ).default([".git"]),
+  /**
+   * Most entries the check of `protectedNames` reads at the workspace's top before giving up;
+   * past it the sandbox is not built (a workspace too large to verify; ATTACKS R12).
+   */
+  scanLimit: z.number().int().min(1).max(100_000_000).default(DEFAULT_SCAN_LIMIT),
   env: z.record(
     z.string().regex(ENV_NAME, "must be an environment variable name"),
     z.string().refine((v) => !v.includes("\0"), "must not contain NUL"),

@@ -20,7 +20,7 @@ import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
 import { RECORD, RECORD_SIZE, type StepName } from "./protocol.ts";
 import { startSandbox } from "./prestart.ts";
-import { protectedPathsIn } from "./protected_paths.ts";
+import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { waitForExit } from "./reaper.ts";
 import { setupFailure } from "./setup_failure.ts";
 import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/policy_proxy.ts";
@@ -229,6 +229,13 @@ export async function spawnWorkspaceAsGiven(
   const lib = await loadTrampoline();
   const limits = planLimits(policy, cgroupHost());
   const ids = outerIds(policy);
+  // Off the event loop, and before anything is started: a workspace too large to check fails
+  // here, closed (ATTACKS R12).
+  const protectedPaths = await protectedPathsOffLoop(
+    policy.workspace,
+    policy.protectedNames,
+    policy.scanLimit,
+  );
   const proxy = policy.network === "proxy" ? await startProxy(policy, ids, argv, options) : null;
   let spec: Uint8Array;
   try {
@@ -237,7 +244,7 @@ export async function spawnWorkspaceAsGiven(
       failAt: options.failAt,
       rlimits: limits.rlimits,
       proxy: proxy ?? undefined,
-      protectedPaths: protectedPathsIn(policy.workspace, policy.protectedNames),
+      protectedPaths,
     });
   } catch (error) {
     await proxy?.close();

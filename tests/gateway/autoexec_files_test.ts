@@ -1,11 +1,11 @@
 /**
- * ATTACKS F23, "owner warned about other auto-exec files": what `autoexecFilesIn` finds, that
- * the executor reports what a non-owner's call wrote, and (with the real sandbox) a repository
- * created inside it with a hook and `core.fsmonitor`.
+ * ATTACKS F23, F27, "the owner is told": what `autoexecFilesIn` lists for `coop check`, and what
+ * the executor does after a non-owner's call — neutralises git's traps, reports other auto-run
+ * files, says so in the tool result, and keeps looking back when a scan could not see everything.
  */
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
-import { autoexecFilesIn, gitProgramKeys } from "../../src/gateway/autoexec_files.ts";
+import { autoexecFilesIn } from "../../src/gateway/autoexec_files.ts";
 import { type CoopConfig, parseConfig } from "../../src/gateway/config.ts";
 import { SandboxExecutor, type ToolCall } from "../../src/gateway/sandbox_executor.ts";
 import { commandResult } from "../fixtures/command_result.ts";
@@ -25,63 +25,61 @@ function write(path: string, text: string, mode = 0o644): void {
   Deno.writeTextFileSync(path, text, { mode });
 }
 
-Deno.test("gitProgramKeys: the keys that make git run a program, and nothing else", () => {
-  const config = `[core]
-\trepositoryformatversion = 0
-\tfsmonitor = touch /tmp/x
-\tPager = less
-[alias]
-\tst = status
-\tpwn = !sh -c 'id'
-[filter "lfs"]
-\tclean = git-lfs clean -- %f
-\trequired = true
-[includeIf "gitdir:~/x/"]
-\tpath = ../evil.inc
-[remote "origin"]
-\turl = https://example.com/r.git
-`;
-  deepStrictEqual(gitProgramKeys(config), [
-    "core.fsmonitor",
-    "core.pager",
-    "alias.pwn",
-    "filter.lfs.clean",
-    "includeif.gitdir:~/x/.path",
-  ]);
-  deepStrictEqual(gitProgramKeys("[core]\n\tbare = false\n"), []);
-});
+/** A minimal git directory (what git's own discovery recognises). */
+function gitDir(path: string, config: string): void {
+  write(join(path, "HEAD"), "ref: refs/heads/main\n");
+  Deno.mkdirSync(join(path, "objects"), { recursive: true });
+  Deno.mkdirSync(join(path, "refs"), { recursive: true });
+  write(join(path, "config"), config);
+}
 
-Deno.test("autoexecFilesIn: hooks, risky git config, .envrc and VS Code files, top and one down", () =>
-  withDir((dir) => {
+Deno.test("autoexecFilesIn: hooks, risky git config, .envrc, VS Code, pre-commit — any depth", () =>
+  withDir(async (dir) => {
     write(join(dir, ".envrc"), "export A=1");
+    gitDir(join(dir, "app", ".git"), "[core]\n\tfsmonitor = x\n");
     write(join(dir, "app", ".git", "hooks", "post-checkout"), "#!/bin/sh\n", 0o755);
     write(join(dir, "app", ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n", 0o755);
-    write(join(dir, "app", ".git", "config"), "[core]\n\tfsmonitor = x\n");
-    write(join(dir, "lib", ".git", "config"), "[core]\n\tbare = false\n"); // harmless
+    gitDir(join(dir, "lib", ".git"), "[core]\n\tbare = false\n"); // harmless
     write(join(dir, "web", ".vscode", "tasks.json"), "{}");
-    write(join(dir, "deep", "er", ".envrc"), "x"); // two levels down: not scanned
-    write(join(dir, "wt", ".git"), "gitdir: ../app/.git\n"); // a worktree pointer
+    write(join(dir, "deep", "er", "still", ".envrc"), "x");
+    write(join(dir, "deep", ".pre-commit-config.yaml"), "repos: []");
     Deno.symlinkSync("/", join(dir, "root")); // never followed
-    const found = autoexecFilesIn(dir).map((f) => [f.path.slice(dir.length + 1), f.what]);
+    const found = (await autoexecFilesIn(dir)).map((f) => [f.path.slice(dir.length + 1), f.what]);
     deepStrictEqual(found.sort(), [
       [".envrc", "direnv (.envrc)"],
       ["app/.git/config", "git config sets core.fsmonitor"],
       ["app/.git/hooks/post-checkout", 'git hook "post-checkout"'],
+      ["deep/.pre-commit-config.yaml", "pre-commit (its hooks run what this file names)"],
+      ["deep/er/still/.envrc", "direnv (.envrc)"],
       ["web/.vscode/tasks.json", "VS Code tasks"],
     ]);
   }));
 
 Deno.test("autoexecFilesIn(changedSince): only what changed since, by ctime (touch -d does not hide)", () =>
-  withDir((dir) => {
+  withDir(async (dir) => {
     write(join(dir, ".envrc"), "old");
     const past = new Date(Date.now() - 3_600_000);
     Deno.utimeSync(join(dir, ".envrc"), past, past);
     // utime itself changes ctime: the file counts as changed now, whatever mtime says.
-    strictEqual(autoexecFilesIn(dir, { changedSince: Date.now() - 60_000 }).length, 1);
-    strictEqual(autoexecFilesIn(dir, { changedSince: Date.now() + 60_000 }).length, 0);
+    strictEqual((await autoexecFilesIn(dir, { changedSince: Date.now() - 60_000 })).length, 1);
+    strictEqual((await autoexecFilesIn(dir, { changedSince: Date.now() + 60_000 })).length, 0);
   }));
 
-const CONFIG = usersToml([["alice", "owner"], ["bob", "inner"]]);
+Deno.test("autoexecFilesIn: a workspace too large to check says so", () =>
+  withDir(async (dir) => {
+    for (let i = 0; i < 1100; i++) Deno.writeTextFileSync(join(dir, `f${i}`), "");
+    const found = await autoexecFilesIn(dir, { maxEntries: 1000 });
+    ok(
+      /not fully checked \(the workspace has more than 1000 entries/.test(found[0]?.what),
+      found[0]?.what,
+    );
+  }));
+
+const CONFIG = usersToml([["alice", "owner"], [
+  "bob",
+  "inner",
+  "[users.sandbox]\nworkspace_scan_limit = 1000\n",
+]]);
 
 function call(config: CoopConfig, name: string, tool: string, args: unknown): ToolCall {
   const user = config.users.find((u) => u.name === name)!;
@@ -94,7 +92,7 @@ function call(config: CoopConfig, name: string, tool: string, args: unknown): To
   };
 }
 
-Deno.test("the executor reports what a non-owner's command or file tool wrote, not older files", () =>
+Deno.test("the executor neutralises what a non-owner's call left for git, tells, and reports the rest", () =>
   withDir(async (dir) => {
     const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
     const bobDir = join(dir, "ws", "bob");
@@ -103,16 +101,22 @@ Deno.test("the executor reports what a non-owner's command or file tool wrote, n
     await new Promise((r) => setTimeout(r, 1_300));
     const executor = new SandboxExecutor(config, {
       sandbox: (policy) => {
-        // What a command could do inside: a hook in a repository it made.
+        // What a command could do inside: a hook and core.fsmonitor in a repository it made.
+        gitDir(join(policy.workspace, "repo", ".git"), "[core]\n\tfsmonitor = touch /tmp/x\n");
         write(join(policy.workspace, "repo", ".git", "hooks", "post-merge"), "#!/bin/sh\n", 0o755);
-        return Promise.resolve(commandResult());
+        return Promise.resolve(commandResult({ stdout: "made\n" }));
       },
       sandboxGate: () => Promise.resolve(null),
     });
     const ran = await executor.call(call(config, "bob", "bash", { command: "make-a-repo" }));
-    deepStrictEqual(ran.autoexec?.map((f) => f.path), [
-      join(bobDir, "repo", ".git", "hooks", "post-merge"),
+    deepStrictEqual(ran.gitNeutralised?.map((n) => [n.path.slice(bobDir.length + 1), n.keys]), [
+      ["repo/.git/config", ["core.fsmonitor"]],
+      ["repo/.git/hooks/post-merge", ["post-merge"]],
     ]);
+    strictEqual(ran.autoexec, undefined, "neutralised, so not listed again");
+    ok(ran.content.startsWith("made\n"), ran.content);
+    ok(ran.content.includes("[coop] Disabled git settings this command left"), ran.content);
+    ok(ran.content.includes("/work/repo/.git/config (core.fsmonitor:"), ran.content);
     const wrote = await executor.call(
       call(config, "bob", "write_file", { path: ".vscode/tasks.json", content: "{}" }),
     );
@@ -127,24 +131,35 @@ Deno.test("the executor reports what a non-owner's command or file tool wrote, n
     strictEqual(owner.autoexec, undefined, "the owner's own files are not reported");
   }));
 
-Deno.test({
-  name: "F23 real sandbox: a repository bob creates with a hook and core.fsmonitor is reported",
-  ignore: Deno.env.get("COOP_SANDBOX_TEST") !== "1",
-  fn: () =>
-    withDir(async (dir) => {
-      await Deno.chmod(dir, 0o755); // the sandbox's uid must reach the workspace, as in use
-      const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
-      const executor = new SandboxExecutor(config);
-      const command =
-        "git init -q repo && cd repo && git config core.fsmonitor 'touch /tmp/x' && " +
-        "printf '#!/bin/sh\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && " +
-        "touch -d '2001-01-01' .git/hooks/post-checkout .git/config && echo made";
-      const r = await executor.call(call(config, "bob", "bash", { command }));
-      ok(r.content.startsWith("made"), r.content);
-      const bobDir = join(dir, "ws", "bob");
-      deepStrictEqual(r.autoexec?.map((f) => [f.path.slice(bobDir.length + 1), f.what]).sort(), [
-        ["repo/.git/config", "git config sets core.fsmonitor"],
-        ["repo/.git/hooks/post-checkout", 'git hook "post-checkout"'],
-      ]);
-    }),
-});
+Deno.test("a trap planted while a scan could not see everything is found once it can", () =>
+  withDir(async (dir) => {
+    const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
+    const bobDir = join(dir, "ws", "bob");
+    let step = 0;
+    const executor = new SandboxExecutor(config, {
+      sandbox: (policy) => {
+        const filler = join(policy.workspace, "filler");
+        if (step++ === 0) {
+          // Past bob's limit of 1000 entries in one directory, with a trap below it.
+          for (let i = 0; i < 1100; i++) write(join(filler, `f${i}`), "");
+          gitDir(join(filler, "zz", ".git"), "[alias]\n\tst = !touch /tmp/x\n");
+        } else {
+          for (let i = 0; i < 1100; i++) Deno.removeSync(join(filler, `f${i}`));
+        }
+        return Promise.resolve(commandResult());
+      },
+      sandboxGate: () => Promise.resolve(null),
+    });
+    const first = await executor.call(call(config, "bob", "bash", { command: "fill" }));
+    ok(first.workspaceUnverified?.[0].includes("more than 1000 entries"), first.content);
+    ok(first.content.includes("could not be fully checked"), first.content);
+    strictEqual(first.gitNeutralised, undefined, "the trap was behind the limit");
+    // The next call, a second later, does not touch the trap: its own window would miss it.
+    await new Promise((r) => setTimeout(r, 1_100));
+    deepStrictEqual(await autoexecFilesIn(bobDir, { changedSince: Date.now() }), []);
+    const second = await executor.call(call(config, "bob", "bash", { command: "tidy" }));
+    strictEqual(second.workspaceUnverified, undefined, "complete again");
+    deepStrictEqual(second.gitNeutralised?.map((n) => n.path.slice(bobDir.length + 1)), [
+      "filler/zz/.git/config",
+    ]);
+  }));

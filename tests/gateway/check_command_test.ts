@@ -442,8 +442,12 @@ Deno.test("F23: auto-run files in a non-owner's workspace are listed, the owner'
   try {
     const file = join(dir, "coop.toml");
     await Deno.writeTextFile(file, BASE + '[[users]]\nname = "bob"\ntrust = "inner"\n');
-    await Deno.mkdir(join(dir, "ws", "bob", "repo", ".git", "hooks"), { recursive: true });
-    await Deno.writeTextFile(join(dir, "ws", "bob", "repo", ".git", "hooks", "pre-push"), "x");
+    const git = join(dir, "ws", "bob", "repo", ".git");
+    for (const sub of ["hooks", "objects", "refs"]) {
+      await Deno.mkdir(join(git, sub), { recursive: true });
+    }
+    await Deno.writeTextFile(join(git, "HEAD"), "ref: refs/heads/main\n");
+    await Deno.writeTextFile(join(git, "hooks", "pre-push"), "x", { mode: 0o755 });
     await Deno.writeTextFile(join(dir, "ws", ".envrc"), "the owner's own");
     let output = "";
     const code = await runCheck(["--config", file], {
@@ -453,7 +457,7 @@ Deno.test("F23: auto-run files in a non-owner's workspace are listed, the owner'
     });
     strictEqual(code, 0, output);
     const hook = join(dir, "ws", "bob", "repo", ".git", "hooks", "pre-push");
-    ok(output.includes(`warning: ${hook}: git hook "pre-push" — written in a sandbox's`), output);
+    ok(output.includes(`warning: ${hook}: git hook "pre-push" — in a sandbox's workspace`), output);
     ok(!output.includes(".envrc"), "the owner's workspace root is the owner's");
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -114,6 +114,7 @@ Deno.test("inner bash runs in the sandbox with global settings plus the user's o
       tmpSizeBytes: 32 * 2 ** 20,
       envPassthrough: [],
       protectedNames: [".git"],
+      scanLimit: 100_000,
       memoryBytes: 256 * 2 ** 20,
       proxyNeverDial: [],
     });

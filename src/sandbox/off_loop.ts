@@ -1,0 +1,94 @@
+/**
+ * Runs a synchronous function of one of Coop's own modules on a worker thread, so that work
+ * which grows with what a sandbox wrote — listing a workspace of 800,000 directories — never
+ * stalls the event loop that serves everyone else (ATTACKS R12).
+ *
+ * Why a worker and not async file calls: Deno runs each async file call on its blocking thread
+ * pool, which grows with concurrency and lingers, and `Deno.readDir` still hands the whole
+ * listing to the event loop at once. A worker does the synchronous calls on its own thread and
+ * sends back only the result. Two long-lived workers are kept (node:worker_threads, which Deno
+ * and Node both have), unreferenced while idle so they never keep a process alive; starting one
+ * costs about 50 ms, once.
+ * @module
+ */
+import { Worker } from "node:worker_threads";
+
+/** How many scans may run at once (the machine's cores are for the sandboxes too). */
+const POOL_SIZE = 2;
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  pending: Map<number, Pending>;
+}
+
+/** The error a task threw on the worker, with its name, message and `code`. */
+export class OffLoopError extends Error {
+  /** The `code` of the error the task threw, if it had one. */
+  readonly code?: string;
+  constructor(name: string, message: string, code?: string) {
+    super(message);
+    this.name = name;
+    this.code = code;
+  }
+}
+
+const slots: Slot[] = [];
+let nextId = 0;
+
+function startSlot(): Slot {
+  const worker = new Worker(new URL("./off_loop_worker.ts", import.meta.url));
+  const slot: Slot = { worker, pending: new Map() };
+  worker.on("message", (m: { id: number; ok: boolean; value?: unknown; error?: OffLoopError }) => {
+    const job = slot.pending.get(m.id);
+    if (!job) return;
+    slot.pending.delete(m.id);
+    if (slot.pending.size === 0) worker.unref();
+    if (m.ok) job.resolve(m.value);
+    else job.reject(new OffLoopError(m.error!.name, m.error!.message, m.error!.code));
+  });
+  const fail = (reason: string) => {
+    slots.splice(slots.indexOf(slot), 1);
+    for (const job of slot.pending.values()) {
+      job.reject(new OffLoopError("OffLoopError", `the scan worker stopped: ${reason}`));
+    }
+    slot.pending.clear();
+  };
+  worker.on("error", (error: Error) => fail(error.message));
+  worker.on("exit", (code: number) => slots.includes(slot) && fail(`exit code ${code}`));
+  worker.unref();
+  slots.push(slot);
+  return slot;
+}
+
+function pickSlot(): Slot {
+  // All at once, on first use: a pool that grows later would look like a leak of threads and
+  // descriptors to whoever counts them after warming up (tests/sandbox/lifecycle_test.ts).
+  while (slots.length < POOL_SIZE) startSlot();
+  return slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+}
+
+/**
+ * Calls the exported function `name` of `module` (one of Coop's own) with `args` on a worker
+ * thread and resolves to its result. Arguments and result are structured-cloned.
+ *
+ * @example
+ * ```ts
+ * const paths = await runOffLoop<string[]>(
+ *   new URL("./protected_paths.ts", import.meta.url), "protectedPathsIn", ["/ws", [".git"]],
+ * );
+ * ```
+ */
+export function runOffLoop<T>(module: URL, name: string, args: unknown[]): Promise<T> {
+  const slot = pickSlot();
+  const id = nextId++;
+  return new Promise<T>((resolve, reject) => {
+    slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+    slot.worker.ref();
+    slot.worker.postMessage({ id, module: module.href, name, args });
+  });
+}
