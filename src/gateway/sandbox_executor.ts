@@ -123,8 +123,6 @@ const WRITING_TOOLS: readonly string[] = ["bash", "write_file", "edit_file"];
 
 const MAX_CAPTURE_BYTES = 1 << 20;
 
-const log = getLogger(["coop", "executor"]);
-
 /** Executes tool calls with the placement `authorize()` chose; never falls back to the host. */
 export class SandboxExecutor {
   readonly #config: CoopConfig;
