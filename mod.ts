@@ -30,6 +30,7 @@ export {
   SandboxPolicyError,
   SandboxSetupError,
   SandboxUnavailableError,
+  SandboxWorkspaceError,
 } from "./src/sandbox/errors.ts";
 export { STEPS } from "./src/sandbox/protocol.ts";
 export { SandboxHostIdError } from "./src/sandbox/host_ids.ts";

@@ -67,6 +67,7 @@ export class SandboxLimitError extends SandboxError {
  * paths that must stay read-only); nothing of the command ran.
  */
 export class SandboxWorkspaceError extends SandboxError {
+  /** `message` says how many entries were read and what to do. */
   constructor(message: string) {
     super("sandbox.workspace_too_large", message);
     this.name = "SandboxWorkspaceError";

@@ -154,6 +154,11 @@ export interface SandboxPolicyInput {
    * Default `[".git"]`.
    */
   protectedNames?: string[];
+  /**
+   * Most entries the check of `protectedNames` reads at the workspace's top; past it the
+   * sandbox is not built (a workspace too large to verify; ATTACKS R12). Default 100,000.
+   */
+  scanLimit?: number;
   /** Environment variables set inside (on top of `PATH HOME USER TMPDIR`). */
   env?: Record<string, string>;
   /** Names of the caller's environment variables passed through unchanged. */

@@ -17,6 +17,7 @@ Deno.test("mod.ts exports exactly the curated runtime values", () => {
     "SandboxPolicyError",
     "SandboxSetupError",
     "SandboxUnavailableError",
+    "SandboxWorkspaceError",
     "exec",
     "lastSelfTest",
     "probe",
@@ -32,6 +33,7 @@ Deno.test("every error the library exports is a SandboxError with a stable code"
     new api.SandboxPolicyError("x"),
     new api.SandboxLimitError("x"),
     new api.SandboxHostIdError("x"),
+    new api.SandboxWorkspaceError("x"),
   ];
   for (const error of errors) {
     assertEquals(error instanceof api.SandboxError, true);
