@@ -1,31 +1,37 @@
 /**
- * Coop's public library API: the sandbox (usable alone) and the gateway that runs agent turns.
+ * Coop's sandbox library: run a command in a sandbox made directly from Linux kernel primitives
+ * (user, mount, pid, network and other namespaces, `pivot_root`, Landlock, seccomp, cgroups or
+ * rlimits), measure what the kernel enforces, and attack it from inside.
+ *
+ * This is the public API; everything else under `src/` is Coop's own and may change. The gateway
+ * (trust, channels, the agent) is the `coop` program, not a library.
  *
  * @example
  * ```ts
  * import { exec } from "./mod.ts";
- * const r = await exec({ workspace: "/tmp/ws" }, ["echo", "hello"]);
- * ```
- *
- * @example
- * ```ts
- * import { Gateway, loadConfig } from "./mod.ts";
- * const gateway = Gateway.open(await loadConfig("coop.toml"));
- * const { reply, tools } = await gateway.handle({ channel: "http", sender: "bob", text: "hi" });
- * await gateway.drain();
- * gateway.close();
+ * const r = await exec({ workspace: "/tmp/ws" }, ["sh", "-c", "echo hello"], { timeoutMs: 5000 });
+ * console.log(r.exitCode, r.stdout); // 0 "hello\n"
  * ```
  * @module
  */
-export * from "./src/sandbox/mod.ts";
-export { Gateway, type GatewayDependencies, GatewayError } from "./src/gateway/gateway.ts";
-export { type CoopConfig, loadConfig, parseConfig } from "./src/gateway/config.ts";
-export { ConfigError } from "./src/gateway/config_diagnostic.ts";
-export type {
-  IncomingMessage,
-  ToolSummary,
-  TurnEvent,
-  TurnHandler,
-  TurnOutcome,
-} from "./src/channels/turn_handler.ts";
-export { createHttpHandler, type HttpChannelOptions } from "./src/channels/http_channel.ts";
+export { exec } from "./src/sandbox/exec.ts";
+export type { ExecOptions, ExecResult } from "./src/sandbox/exec.ts";
+export { probe } from "./src/sandbox/probe.ts";
+export type { ProbeCheck, ProbeReport } from "./src/sandbox/probe.ts";
+export { lastSelfTest, selfTest } from "./src/sandbox/self_test.ts";
+export type { SelfTestCheck, SelfTestResult } from "./src/sandbox/self_test.ts";
+export { NETWORK_MODES, resolvePolicy } from "./src/sandbox/policy.ts";
+export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./src/sandbox/policy.ts";
+export type { AppliedLimits, LimitPath } from "./src/sandbox/limits.ts";
+export type { ProxyDenial } from "./src/sandbox/proxy/policy_proxy.ts";
+export {
+  SandboxError,
+  SandboxLimitError,
+  SandboxPolicyError,
+  SandboxSetupError,
+  SandboxUnavailableError,
+  SandboxWorkspaceError,
+} from "./src/sandbox/errors.ts";
+export { STEPS } from "./src/sandbox/protocol.ts";
+export { SandboxHostIdError } from "./src/sandbox/host_ids.ts";
+export type { StepName } from "./src/sandbox/protocol.ts";

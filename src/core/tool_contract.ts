@@ -5,7 +5,8 @@
 import { z } from "zod";
 import type { ExecResult } from "../sandbox/mod.ts";
 import { CoopError, errorMessage } from "./errors.ts";
-import type { MemoryStore, TrustLevel } from "./trust.ts";
+import type { MemoryHit } from "../gateway/memory_store.ts";
+import type { MemoryStore } from "./trust.ts";
 
 /** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
  * the limit fields are present when it ran in the sandbox. */
@@ -26,25 +27,6 @@ export type CommandRunner = (
   command: string,
   options: { timeoutMs: number; signal?: AbortSignal },
 ) => Promise<CommandResult>;
-
-/** One memory as a search returns it. */
-export interface MemoryHit {
-  /** Stable id of the memory. */
-  id: number;
-  /** The store it lives in. */
-  store: MemoryStore;
-  /** What was remembered. */
-  text: string;
-  /** The principal whose turn wrote it. */
-  author: string;
-  /**
-   * The effective trust of the turn that wrote it (never more trusted than its author): a turn
-   * that reads it is tainted to this trust.
-   */
-  trust: TrustLevel;
-  /** Milliseconds since the epoch when it was written. */
-  createdAt: number;
-}
 
 /** The memory stores as one tool call may use them; every method is already authorized. */
 export interface MemoryAccess {

@@ -79,3 +79,8 @@ export function memoryWritableStoresFor(level: TrustLevel): readonly MemoryStore
     memoryReadersOf(store).every((reader) => atLeast(reader, level))
   );
 }
+
+/** Name of the default principal for the terminal when nobody matches and the sandbox is on. */
+export const TERMINAL_OWNER_NAME = "owner";
+/** Name of the default principal for unmatched senders. */
+export const PUBLIC_NAME = "public";

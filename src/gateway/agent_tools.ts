@@ -5,7 +5,7 @@
  * @module
  */
 import type { AgentTool, ExecuteTool } from "../agent/agent_loop.ts";
-import type { ToolName } from "../core/tool_registry.ts";
+import type { ToolName } from "../core/tool_names.ts";
 import { decide, type Principal, type Situation } from "./authorization.ts";
 import type { SandboxExecutor, ToolCall, ToolCallOutcome } from "./sandbox_executor.ts";
 import type { TurnTaint } from "./turn_taint.ts";

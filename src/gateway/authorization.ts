@@ -3,7 +3,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { ToolName } from "../core/tool_registry.ts";
+import type { ToolName } from "../core/tool_names.ts";
 import {
   atLeast,
   leastTrusted,

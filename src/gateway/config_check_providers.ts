@@ -2,7 +2,7 @@
  * `coop check`: model providers — names, keys, base URLs, and the model the agent uses.
  * @module
  */
-import { parseModelRef } from "../agent/provider_registry.ts";
+import { parseModelRef } from "./provider_kinds.ts";
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 

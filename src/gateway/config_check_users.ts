@@ -5,7 +5,7 @@
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 import { isWildcardPattern } from "./match_pattern.ts";
-import { PUBLIC_NAME, TERMINAL_OWNER_NAME } from "./router.ts";
+import { PUBLIC_NAME, TERMINAL_OWNER_NAME } from "../core/trust.ts";
 
 /** Names of the router's default principals; a user by that name would share their sessions. */
 const RESERVED_NAMES: readonly string[] = [PUBLIC_NAME, TERMINAL_OWNER_NAME];

@@ -8,12 +8,10 @@ import { memorySize, timeoutDuration, tmpSize } from "./config_units.ts";
 import { cronScheduleProblem } from "./cron_schedule.ts";
 import { matchPatternProblem } from "./match_pattern.ts";
 import { parseAllowEntry } from "../sandbox/mod.ts";
+import { PROVIDER_KINDS } from "./provider_kinds.ts";
 
 /** Network modes config accepts (docs/network.md). */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
-
-/** Provider kinds config accepts: the Anthropic Messages API or an OpenAI-compatible one. */
-import { PROVIDER_KINDS } from "../agent/provider_registry.ts";
 
 /** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
 export const WORKSPACE_SCOPES = ["user", "shared"] as const;

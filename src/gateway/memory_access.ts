@@ -4,7 +4,8 @@
  * memory read is reported, so that the turn can take on the trust of what it read.
  * @module
  */
-import { type MemoryAccess, type MemoryHit, ToolError } from "../core/tool_contract.ts";
+import { type MemoryAccess, ToolError } from "../core/tool_contract.ts";
+import type { MemoryHit } from "./memory_store.ts";
 import { MEMORY_STORES, type MemoryStore } from "../core/trust.ts";
 import { authorize, type Principal, type Situation } from "./authorization.ts";
 import type { MemoryDatabase } from "./memory_store.ts";

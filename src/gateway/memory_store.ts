@@ -5,8 +5,26 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
-import type { MemoryHit } from "../core/tool_contract.ts";
 import { isTrustLevel, MEMORY_STORES, type MemoryStore, type TrustLevel } from "../core/trust.ts";
+
+/** One memory as a search returns it. */
+export interface MemoryHit {
+  /** Stable id of the memory. */
+  id: number;
+  /** The store it lives in. */
+  store: MemoryStore;
+  /** What was remembered. */
+  text: string;
+  /** The principal whose turn wrote it. */
+  author: string;
+  /**
+   * The effective trust of the turn that wrote it (never more trusted than its author): a turn
+   * that reads it is tainted to this trust.
+   */
+  trust: TrustLevel;
+  /** Milliseconds since the epoch when it was written. */
+  createdAt: number;
+}
 
 const log = getLogger(["coop", "memory"]);
 

@@ -2,15 +2,10 @@
  * The router: which configured user sent a message, and under which group ceiling.
  * @module
  */
-import type { TrustLevel } from "../core/trust.ts";
+import { PUBLIC_NAME, TERMINAL_OWNER_NAME, type TrustLevel } from "../core/trust.ts";
 import type { Principal } from "./authorization.ts";
 import type { GroupConfig, UserConfig } from "./config.ts";
 import { patternMatches } from "./match_pattern.ts";
-
-/** Name of the default principal for the terminal when nobody matches and the sandbox is on. */
-export const TERMINAL_OWNER_NAME = "owner";
-/** Name of the default principal for unmatched senders. */
-export const PUBLIC_NAME = "public";
 
 /** Where a message came from. */
 export interface MessageOrigin {

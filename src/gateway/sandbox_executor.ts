@@ -6,19 +6,13 @@ import { errorMessage } from "../core/errors.ts";
 import type {
   CommandResult,
   CommandRunner,
-  MemoryHit,
   Tool,
   ToolContext,
   ToolResult,
 } from "../core/tool_contract.ts";
 import { runTool, ToolError } from "../core/tool_contract.ts";
-import {
-  BUILTIN_TOOLS,
-  GATEWAY_TOOL_NAMES,
-  isToolName,
-  TOOL_NAMES,
-  type ToolName,
-} from "../core/tool_registry.ts";
+import { BUILTIN_TOOLS } from "../core/tool_registry.ts";
+import { GATEWAY_TOOL_NAMES, isToolName, TOOL_NAMES, type ToolName } from "../core/tool_names.ts";
 import { DEFAULT_MAX_OUTPUT_CHARS } from "../core/truncation.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
 import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
@@ -36,9 +30,9 @@ import type { AutoexecFile, GitNeutralised } from "./scan_context.ts";
 import { gatewaySockets } from "./gateway_sockets.ts";
 import { type HostRunner, runOnHost } from "./host_runner.ts";
 import { gatedMemory } from "./memory_access.ts";
-import type { MemoryDatabase } from "./memory_store.ts";
+import type { MemoryDatabase, MemoryHit } from "./memory_store.ts";
 import { mergeSandboxSettings, type SandboxSettings, toSandboxPolicy } from "./sandbox_settings.ts";
-import { scopeFor } from "./user_scope.ts";
+import { scopeFor } from "../core/path_scope.ts";
 import { WORKSPACE_DIR_MODE } from "./workspace_access_check.ts";
 import { WorkspaceGuard } from "./workspace_guard.ts";
 
@@ -128,8 +122,6 @@ export interface ToolCallOutcome extends ToolResult {
 const WRITING_TOOLS: readonly string[] = ["bash", "write_file", "edit_file"];
 
 const MAX_CAPTURE_BYTES = 1 << 20;
-
-const log = getLogger(["coop", "executor"]);
 
 /** Executes tool calls with the placement `authorize()` chose; never falls back to the host. */
 export class SandboxExecutor {

@@ -6,7 +6,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { MemoryHit } from "../core/tool_contract.ts";
+import type { MemoryHit } from "./memory_store.ts";
 import type { TrustLevel } from "../core/trust.ts";
 import { effectiveTrust, type Principal, type Situation } from "./authorization.ts";
 

@@ -1,10 +1,8 @@
 /**
- * Which directory of the workspace a principal sees.
+ * Which directory of the workspace each non-owner's sandbox and file tools see, from config.
  * @module
  */
 import { join } from "node:path";
-import type { PathScope } from "../core/tool_contract.ts";
-import { SANDBOX_WORKSPACE_MOUNT } from "../core/workspace_path.ts";
 
 /** The directory shared by every non-owner when `workspace_scope = "shared"`. */
 export const SHARED_SCOPE_NAME = "shared";
@@ -26,10 +24,4 @@ export function userScopeDirectory(config: ScopeConfig, user: string | null): st
     return join(config.agent.workspace, SHARED_SCOPE_NAME);
   }
   return join(config.agent.workspace, user);
-}
-
-/** Returns the scope of a principal: the owner sees the whole workspace on the host. */
-export function scopeFor(config: ScopeConfig, user: string, isOwner: boolean): PathScope {
-  if (isOwner) return { hostRoot: config.agent.workspace, visibleRoot: config.agent.workspace };
-  return { hostRoot: userScopeDirectory(config, user), visibleRoot: SANDBOX_WORKSPACE_MOUNT };
 }

@@ -8,6 +8,7 @@ import { errnoName, errnoText } from "./errno.ts";
 export class SandboxError extends Error {
   /** A stable machine-readable code, e.g. `sandbox.setup`. */
   readonly code: string;
+  /** An error with a stable `code` and a message a user can act on. */
   constructor(code: string, message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "SandboxError";
@@ -21,6 +22,7 @@ export class SandboxSetupError extends SandboxError {
   readonly step: string;
   /** The errno the kernel returned for that step. */
   readonly errno: number;
+  /** `hint` says what to do about it (e.g. the AppArmor switch for `clone`). */
   constructor(step: string, errno: number, hint?: string) {
     super(
       "sandbox.setup",
@@ -35,6 +37,7 @@ export class SandboxSetupError extends SandboxError {
 
 /** The sandbox cannot run on this machine at all (no library, wrong platform, stale build). */
 export class SandboxUnavailableError extends SandboxError {
+  /** `message` names what is missing and the fix. */
   constructor(message: string, options?: ErrorOptions) {
     super("sandbox.unavailable", message, options);
     this.name = "SandboxUnavailableError";
@@ -43,6 +46,7 @@ export class SandboxUnavailableError extends SandboxError {
 
 /** A policy or exec option is invalid; `path` names the offending field. */
 export class SandboxPolicyError extends SandboxError {
+  /** `message` names the field and what was expected. */
   constructor(message: string) {
     super("sandbox.policy", message);
     this.name = "SandboxPolicyError";
@@ -51,6 +55,7 @@ export class SandboxPolicyError extends SandboxError {
 
 /** A requested resource limit cannot be enforced by any path on this host; fail closed. */
 export class SandboxLimitError extends SandboxError {
+  /** `message` names the limit and why no path can enforce it. */
   constructor(message: string) {
     super("sandbox.limits", message);
     this.name = "SandboxLimitError";
@@ -62,6 +67,7 @@ export class SandboxLimitError extends SandboxError {
  * paths that must stay read-only); nothing of the command ran.
  */
 export class SandboxWorkspaceError extends SandboxError {
+  /** `message` says how many entries were read and what to do. */
   constructor(message: string) {
     super("sandbox.workspace_too_large", message);
     this.name = "SandboxWorkspaceError";

@@ -29,13 +29,19 @@ export interface ExecOptions {
   env?: Record<string, string>;
   /** Cap on each of stdout and stderr; the rest is drained and dropped. Default 1 MiB. */
   maxOutputBytes?: number;
-  /** Fail this setup step on purpose (tests of the error path). */
+  /**
+   * Fail this setup step on purpose (tests of the error path).
+   * @ignore
+   */
   failAt?: StepName;
   /** The caller runs into limits on purpose (a probe): violations are logged at debug level. */
   expectViolations?: boolean;
   /** Kills the whole sandbox when aborted (the result then reports `SIGKILL`). */
   signal?: AbortSignal;
-  /** Test hooks of network "proxy" (resolver, private addresses); production never sets them. */
+  /**
+   * Test hooks of network "proxy" (resolver, private addresses); production never sets them.
+   * @ignore
+   */
   proxy?: ProxyTestHooks;
 }
 

@@ -43,6 +43,7 @@ export const HOST_ID_FILES: Readonly<HostIdFiles> = {
 
 /** The sandbox's host uid or gid is already someone's; the sandbox is not started. */
 export class SandboxHostIdError extends SandboxError {
+  /** `message` names the clashing account, group or range and the policy key to change. */
   constructor(message: string) {
     super("sandbox.host_id", message);
     this.name = "SandboxHostIdError";

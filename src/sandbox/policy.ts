@@ -129,10 +129,85 @@ const policySchema = z.strictObject({
   message: 'only applies with network "proxy"',
 });
 
-/** A validated sandbox policy, every field present. */
-export type SandboxPolicy = z.output<typeof policySchema>;
-/** What callers write: only `workspace` is required. */
-export type SandboxPolicyInput = z.input<typeof policySchema>;
+/**
+ * What callers write: only `workspace` is required; `resolvePolicy()` fills in the rest.
+ *
+ * @example
+ * ```ts
+ * const input: SandboxPolicyInput = { workspace: "/srv/coop/bob", network: "none", pidsLimit: 64 };
+ * ```
+ */
+export interface SandboxPolicyInput {
+  /** Host directory bound read-write at `/work` (also `$HOME` and the working directory). */
+  workspace: string;
+  /** Network mode; default `"none"`. */
+  network?: NetworkMode;
+  /** Hostname inside; default `"coop"`. */
+  hostname?: string;
+  /** Size of the private `/tmp` (and `/dev/shm`); default 64 MiB. */
+  tmpSizeBytes?: number;
+  /** Extra host paths bound read-only at the same place inside. */
+  readOnlyPaths?: string[];
+  /**
+   * Names that, at the top of the workspace or one directory below it, are re-mounted
+   * read-only inside: the owner's tools trust them on the host (`.git`; ATTACKS F5, F23).
+   * Default `[".git"]`.
+   */
+  protectedNames?: string[];
+  /**
+   * Most entries the check of `protectedNames` reads at the workspace's top; past it the
+   * sandbox is not built (a workspace too large to verify; ATTACKS R12). Default 100,000.
+   */
+  scanLimit?: number;
+  /** Environment variables set inside (on top of `PATH HOME USER TMPDIR`). */
+  env?: Record<string, string>;
+  /** Names of the caller's environment variables passed through unchanged. */
+  envPassthrough?: string[];
+  /** Memory limit of the whole sandbox (cgroup) or of each process's address space (rlimit). */
+  memoryBytes?: number;
+  /** Most processes (and threads) alive at once, the sandbox's init included. */
+  pidsLimit?: number;
+  /** CPU bandwidth in cores, e.g. 0.5 or 2 (cgroup paths only). */
+  cpus?: number;
+  /** CPU seconds each process may use (RLIMIT_CPU). */
+  cpuTimeSeconds?: number;
+  /** Largest file a process may write (RLIMIT_FSIZE); default 4 GiB. */
+  fileSizeBytes?: number;
+  /** Open file descriptors per process (RLIMIT_NOFILE); default 1024. */
+  openFiles?: number;
+  /** `HOST[:PORT]` entries the proxy allows (network "proxy" only; docs/network.md). */
+  allowDomains?: string[];
+  /** Most proxy connections open at once; more are refused with a 503 (default 64). */
+  proxyMaxConnections?: number;
+  /** `IP:PORT` sockets the proxy never dials, not even for an IP-literal entry. */
+  proxyNeverDial?: string[];
+  /**
+   * Host uid of sandbox root when the invoker is root; it must belong to no host account,
+   * group or subordinate range (checked before the first sandbox; ATTACKS P15).
+   */
+  sandboxUid?: number;
+  /** Host gid of sandbox root when the invoker is root (as `sandboxUid`). */
+  sandboxGid?: number;
+}
+
+/**
+ * A validated sandbox policy: every field with a default is present.
+ *
+ * @example
+ * ```ts
+ * const policy: SandboxPolicy = resolvePolicy({ workspace: "/srv/coop/bob" });
+ * policy.network; // "none"
+ * ```
+ */
+export type SandboxPolicy =
+  & Required<Omit<SandboxPolicyInput, "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds">>
+  & Pick<SandboxPolicyInput, "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds">;
+
+// The interfaces above are what users read; the schema is what runs. Both directions must hold.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _inputMatchesSchema: Same<SandboxPolicyInput, z.input<typeof policySchema>> = true;
+const _outputMatchesSchema: Same<SandboxPolicy, z.output<typeof policySchema>> = true;
+void _inputMatchesSchema, _outputMatchesSchema;
 
 /**
  * Validates a policy and fills in defaults.

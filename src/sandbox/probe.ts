@@ -26,6 +26,7 @@ export interface ProbeReport {
   available: boolean;
   /** Why not, when `available` is false. */
   error?: string;
+  /** Where it ran: operating system, architecture, kernel release, the invoker's uid. */
   platform: { os: string; arch: string; kernel: string; uid: number };
   /** Measured checks, in display order (empty when unavailable). */
   checks: ProbeCheck[];

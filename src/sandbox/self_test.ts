@@ -11,9 +11,11 @@ import { libraryDigest } from "./ffi.ts";
 
 /** One attack of the self-test. */
 export interface SelfTestCheck {
+  /** A stable id, e.g. `setid`. */
   id: string;
   /** What must hold, e.g. "the home canary is unreadable". */
   name: string;
+  /** True when the attack did not reach its canary. */
   ok: boolean;
   /** What was observed. */
   detail: string;
@@ -25,6 +27,7 @@ export interface SelfTestResult {
   passed: boolean;
   /** When it ran (ISO 8601). */
   at: string;
+  /** One entry per attack. */
   checks: SelfTestCheck[];
   /** Set when the sandbox could not start; the test then fails closed. */
   error?: string;
@@ -48,7 +51,15 @@ function resultFile(library: string): string {
   return `${coopStateDir()}/sandbox-selftest-${library}.json`;
 }
 
-/** The last stored self-test result of the library this process loads, if any. */
+/**
+ * The last stored self-test result of the library this process loads, if any.
+ *
+ * @example
+ * ```ts
+ * const last = await lastSelfTest();
+ * if (!last?.passed) console.error("run `coop sandbox test`");
+ * ```
+ */
 export async function lastSelfTest(): Promise<SelfTestResult | undefined> {
   try {
     const library = await libraryDigest();

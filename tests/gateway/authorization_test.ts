@@ -1,7 +1,7 @@
 import { ok, strictEqual } from "node:assert/strict";
 import fc from "fast-check";
 import { MEMORY_STORES, TRUST_LEVELS, type TrustLevel } from "../../src/core/trust.ts";
-import { TOOL_NAMES } from "../../src/core/tool_registry.ts";
+import { TOOL_NAMES } from "../../src/core/tool_names.ts";
 import { type Action, authorize, decide, type Situation } from "../../src/gateway/authorization.ts";
 
 /** Every action the table covers, with a short label. */

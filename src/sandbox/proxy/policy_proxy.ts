@@ -31,6 +31,7 @@ import { listenRelay, type RelayConnection } from "./native_relay.ts";
 export interface ProxyDenial {
   /** The host as the client named it (normalized when it was a valid name). */
   host: string;
+  /** The port it asked for. */
   port: number;
   /** Why, in words a model can act on. */
   reason: string;

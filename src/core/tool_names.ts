@@ -1,0 +1,25 @@
+/**
+ * The built-in tools' names: what `authorize()` decides about, before any tool exists.
+ * @module
+ */
+
+/** Names of the built-in tools. */
+export const TOOL_NAMES = [
+  "bash",
+  "read_file",
+  "write_file",
+  "edit_file",
+  "memory_search",
+  "memory_write",
+] as const;
+
+/** The name of a built-in tool. */
+export type ToolName = (typeof TOOL_NAMES)[number];
+
+/** Tools that run in the gateway itself (no workspace, no sandbox). */
+export const GATEWAY_TOOL_NAMES: readonly ToolName[] = ["memory_search", "memory_write"];
+
+/** Returns true when `name` is a built-in tool. */
+export function isToolName(name: unknown): name is ToolName {
+  return typeof name === "string" && (TOOL_NAMES as readonly string[]).includes(name);
+}
