@@ -7,11 +7,11 @@
  * @module
  */
 import { join } from "node:path";
-import type { TurnOutcome } from "../src/channels/turn_handler.ts";
-import { type CoopConfig, parseConfig } from "../src/gateway/config.ts";
+import type { TurnOutcome } from "../src/gateway/turn_handler.ts";
+import { type CoopConfig, parseConfig } from "../src/config/config.ts";
 import { Gateway } from "../src/gateway/gateway.ts";
-import { toSandboxPolicy } from "../src/gateway/sandbox_settings.ts";
-import { scopeFor } from "../src/core/path_scope.ts";
+import { toSandboxPolicy } from "../src/config/sandbox_settings.ts";
+import { scopeFor } from "../src/tools/path_scope.ts";
 import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
 import { isInside } from "../src/sandbox/path_containment.ts";
 import type { ScriptedReply } from "../tests/agent/scripted_server.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { CoopError } from "../core/errors.ts";
+import { CoopError } from "../errors/coop_error.ts";
 import type { ChatMessage, Provider, ToolCallRequest, ToolSpec, Usage } from "./provider.ts";
 import { runToolCalls } from "./tool_calls.ts";
 
@@ -73,7 +73,7 @@ export interface TurnOptions {
   userText: string;
   /** Tools the principal may use (see `allowedTools`); others are refused without running. */
   tools: readonly AgentTool[];
-  /** Runs an offered tool (normally the `SandboxExecutor`, which authorizes again). */
+  /** Runs an offered tool (normally the `ToolExecutor`, which authorizes again). */
   executeTool: ExecuteTool;
   /** Model calls allowed in this turn. */
   maxIterations: number;

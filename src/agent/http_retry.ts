@@ -5,7 +5,7 @@
  * headers, and a stream that has started, are never replayed.
  * @module
  */
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors/coop_error.ts";
 import { getLogger } from "@logtape/logtape";
 import {
   DEFAULT_PROVIDER_TIMEOUTS,

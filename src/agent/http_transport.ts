@@ -11,7 +11,7 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors/coop_error.ts";
 import { ProviderError, ProviderTimeoutError } from "./provider_error.ts";
 
 /** How long a provider may take for each phase of a request, in milliseconds. */

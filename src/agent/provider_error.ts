@@ -2,7 +2,7 @@
  * `ProviderError`: every way talking to an LLM API can fail, with a stable code.
  * @module
  */
-import { CoopError } from "../core/errors.ts";
+import { CoopError } from "../errors/coop_error.ts";
 
 /** Stable codes of provider failures. */
 export type ProviderErrorCode =

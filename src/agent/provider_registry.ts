@@ -9,7 +9,7 @@ import { DEFAULT_PROVIDER_TIMEOUTS, type ProviderTimeouts } from "./http_transpo
 import { OpenAiProvider } from "./openai.ts";
 import type { Provider } from "./provider.ts";
 import { ProviderError } from "./provider_error.ts";
-import { parseModelRef, type ProviderKind } from "../gateway/provider_kinds.ts";
+import { parseModelRef, type ProviderKind } from "../config/provider_kinds.ts";
 
 /** One `[[providers]]` entry as config validated it (durations in milliseconds). */
 export interface ProviderEntry {

@@ -4,7 +4,7 @@
  * offered or whose arguments could not be used, so the history stays valid.
  * @module
  */
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors/coop_error.ts";
 import type {
   AgentEvent,
   AgentTool,

@@ -6,11 +6,11 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { z } from "zod";
-import { isSessionId } from "../gateway/session_store.ts";
+import { isSessionId } from "../state/session_store.ts";
 import { TurnLimitError } from "../gateway/turn_limiter.ts";
 import { sameSecret } from "../sandbox/secret_compare.ts";
 import { type HttpServer, type HttpServerLimits, serveHttp } from "./http_server.ts";
-import type { TurnHandler } from "./turn_handler.ts";
+import type { TurnHandler } from "../gateway/turn_handler.ts";
 
 const log = getLogger(["coop", "channel", "http"]);
 

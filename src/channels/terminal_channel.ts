@@ -8,7 +8,7 @@
  */
 import readline from "node:readline";
 import type { Readable, Writable } from "node:stream";
-import type { TurnEvent, TurnHandler } from "./turn_handler.ts";
+import type { TurnEvent, TurnHandler } from "../gateway/turn_handler.ts";
 
 /** What the REPL needs besides the turn handler. */
 export interface TerminalChannelOptions {

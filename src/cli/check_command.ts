@@ -7,20 +7,16 @@ import {
   type AutoexecFile,
   autoexecInSandboxWorkspaces,
   autoexecWarning,
-} from "../gateway/autoexec_files.ts";
-import { type CoopConfig, loadConfig } from "../gateway/config.ts";
-import { checkConfig } from "../gateway/config_check.ts";
+} from "../workspace/autoexec_files.ts";
+import { type CoopConfig, loadConfig } from "../config/config.ts";
+import { checkConfig } from "../config/config_check.ts";
 import {
   type ConfigDiagnostic,
   ConfigError,
   formatDiagnostic,
-} from "../gateway/config_diagnostic.ts";
+} from "../config/config_diagnostic.ts";
 import { callerPath } from "./caller_path.ts";
-import {
-  probeSandbox,
-  type SandboxProbe,
-  type SandboxProbeResult,
-} from "../gateway/sandbox_probe.ts";
+import { probeSandbox, type SandboxProbe, type SandboxProbeResult } from "./sandbox_probe.ts";
 
 /** The default config file. */
 export const DEFAULT_CONFIG_FILE = "coop.toml";

@@ -4,14 +4,14 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { CoopError, errorMessage } from "../core/errors.ts";
-import { sandboxBanner } from "../gateway/banner.ts";
-import { type CoopConfig, loadConfig } from "../gateway/config.ts";
-import { autoexecInSandboxWorkspaces, autoexecWarning } from "../gateway/autoexec_files.ts";
-import { checkConfig } from "../gateway/config_check.ts";
-import { ConfigError, formatDiagnostic } from "../gateway/config_diagnostic.ts";
+import { CoopError, errorMessage } from "../errors/coop_error.ts";
+import { sandboxBanner } from "./banner.ts";
+import { type CoopConfig, loadConfig } from "../config/config.ts";
+import { autoexecInSandboxWorkspaces, autoexecWarning } from "../workspace/autoexec_files.ts";
+import { checkConfig } from "../config/config_check.ts";
+import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
-import { lockStateDir, type StateLock, StateLockedError } from "../gateway/state_lock.ts";
+import { lockStateDir, type StateLock, StateLockedError } from "../state/state_lock.ts";
 import { probe, type ProbeReport } from "../sandbox/mod.ts";
 import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";

@@ -8,7 +8,7 @@
 import { getLogger } from "@logtape/logtape";
 import { serveHttpChannel } from "../channels/http_channel.ts";
 import type { HttpServer } from "../channels/http_server.ts";
-import { CronScheduler } from "../gateway/cron_scheduler.ts";
+import { CronScheduler } from "../cron/cron_scheduler.ts";
 import { parseConfigOption, startGateway, type StartupDependencies } from "./gateway_startup.ts";
 import { writeStderr } from "./stderr.ts";
 import { connectionCap, openFileLimit } from "./connection_budget.ts";

@@ -1,13 +1,13 @@
 /**
  * Connects the agent loop to the gateway: which tools a turn offers (decided by `authorize()`)
- * and how a tool call runs (through the `SandboxExecutor`, which authorizes again, in the
+ * and how a tool call runs (through the `ToolExecutor`, which authorizes again, in the
  * turn's situation as its reads have left it).
  * @module
  */
 import type { AgentTool, ExecuteTool } from "../agent/agent_loop.ts";
-import type { ToolName } from "../core/tool_names.ts";
-import { decide, type Principal, type Situation } from "./authorization.ts";
-import type { SandboxExecutor, ToolCall, ToolCallOutcome } from "./sandbox_executor.ts";
+import type { ToolName } from "../trust/tool_names.ts";
+import { decide, type Principal, type Situation } from "../trust/authorization.ts";
+import type { ToolCall, ToolCallOutcome, ToolExecutor } from "../tools/tool_executor.ts";
 import type { TurnTaint } from "./turn_taint.ts";
 
 function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, unknown> {
@@ -22,7 +22,7 @@ function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, u
  * the sandbox. The executor authorizes every call again; this list only shapes the offer.
  */
 export function allowedTools(
-  executor: SandboxExecutor,
+  executor: ToolExecutor,
   principal: Principal,
   situation: Omit<Situation, "sandboxEnabled">,
 ): AgentTool[] {
@@ -48,7 +48,7 @@ export interface TurnBinding
  * turn's situation at that moment, and the memories it read join the turn's contributors
  * before the next call (ATTACKS P14); the model is told when and why that lowered the turn.
  */
-export function executorTool(executor: SandboxExecutor, turn: TurnBinding): ExecuteTool {
+export function executorTool(executor: ToolExecutor, turn: TurnBinding): ExecuteTool {
   const { taint, ...rest } = turn;
   return async (name, args, signal) => {
     const outcome = await executor.call({

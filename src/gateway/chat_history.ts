@@ -4,8 +4,8 @@
  * @module
  */
 import type { ChatMessage, ToolCallRequest, ToolResultContent } from "../agent/provider.ts";
-import type { TrustLevel } from "../core/trust.ts";
-import type { JsonValue, SessionMessage, StoredMessage } from "./session_store.ts";
+import type { TrustLevel } from "../trust/trust_level.ts";
+import type { JsonValue, SessionMessage, StoredMessage } from "../state/session_store.ts";
 
 /** The result given to a tool call whose result was never stored (the gateway stopped). */
 export const INTERRUPTED_RESULT =

@@ -9,19 +9,19 @@ import { getLogger } from "@logtape/logtape";
 import { type ChatMessage, runTurn, TurnError } from "../agent/mod.ts";
 import { loadSystemPrompt, withTurnContext } from "../agent/system_prompt.ts";
 import { type ProviderOptions, selectModel } from "../agent/provider_registry.ts";
-import { CoopError } from "../core/errors.ts";
-import type { TrustLevel } from "../core/trust.ts";
-import { SANDBOX_WORKSPACE_MOUNT } from "../core/workspace_path.ts";
-import type { IncomingMessage, TurnOutcome } from "../channels/turn_handler.ts";
+import { CoopError } from "../errors/coop_error.ts";
+import type { TrustLevel } from "../trust/trust_level.ts";
+import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
+import type { IncomingMessage, TurnOutcome } from "./turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
-import type { CoopConfig, CronJobConfig } from "./config.ts";
-import type { CronTurnResult } from "./cron_scheduler.ts";
-import { MemoryDatabase } from "./memory_store.ts";
+import type { CoopConfig, CronJobConfig } from "../config/config.ts";
+import type { CronTurnResult } from "../cron/cron_scheduler.ts";
+import { MemoryDatabase } from "../state/memory_store.ts";
 import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
-import { type ExecutorDependencies, SandboxExecutor } from "./sandbox_executor.ts";
-import { newSessionId, type SessionKey, SessionStore } from "./session_store.ts";
-import { openStateDb } from "./state_db.ts";
+import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
+import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
+import { openStateDb } from "../state/state_db.ts";
 import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { TurnTaint } from "./turn_taint.ts";
 
@@ -75,7 +75,7 @@ interface TurnRequest {
  */
 export class Gateway {
   readonly config: CoopConfig;
-  readonly executor: SandboxExecutor;
+  readonly executor: ToolExecutor;
   readonly sessions: SessionStore;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
@@ -90,7 +90,7 @@ export class Gateway {
     this.config = config;
     this.#db = db;
     this.sessions = new SessionStore(db);
-    this.executor = new SandboxExecutor(config, {
+    this.executor = new ToolExecutor(config, {
       memory: new MemoryDatabase(db),
       ...deps.executor,
     });

@@ -2,10 +2,10 @@
  * The router: which configured user sent a message, and under which group ceiling.
  * @module
  */
-import { PUBLIC_NAME, TERMINAL_OWNER_NAME, type TrustLevel } from "../core/trust.ts";
-import type { Principal } from "./authorization.ts";
-import type { GroupConfig, UserConfig } from "./config.ts";
-import { patternMatches } from "./match_pattern.ts";
+import { PUBLIC_NAME, TERMINAL_OWNER_NAME, type TrustLevel } from "../trust/trust_level.ts";
+import type { Principal } from "../trust/authorization.ts";
+import type { GroupConfig, UserConfig } from "../config/config.ts";
+import { patternMatches } from "../trust/match_pattern.ts";
 
 /** Where a message came from. */
 export interface MessageOrigin {

@@ -5,8 +5,8 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { CoopError } from "../core/errors.ts";
-import type { CoopConfig } from "./config.ts";
+import { CoopError } from "../errors/coop_error.ts";
+import type { CoopConfig } from "../config/config.ts";
 import type { Route } from "./router.ts";
 
 const log = getLogger(["coop", "gateway"]);

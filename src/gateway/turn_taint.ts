@@ -6,9 +6,9 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { MemoryHit } from "./memory_store.ts";
-import type { TrustLevel } from "../core/trust.ts";
-import { effectiveTrust, type Principal, type Situation } from "./authorization.ts";
+import type { MemoryHit } from "../state/memory_store.ts";
+import type { TrustLevel } from "../trust/trust_level.ts";
+import { effectiveTrust, type Principal, type Situation } from "../trust/authorization.ts";
 
 const log = getLogger(["coop", "authz"]);
 

@@ -5,10 +5,13 @@
  */
 import type { SandboxPolicy } from "./policy.ts";
 
+/** Where the workspace is mounted inside (read-write; also `$HOME` and the working directory). */
+export const WORKSPACE_MOUNT = "/work";
+
 /** The fixed part of every sandbox's environment. */
 export const BASE_ENV: Readonly<Record<string, string>> = {
   PATH: "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
-  HOME: "/work",
+  HOME: WORKSPACE_MOUNT,
   USER: "root",
   TMPDIR: "/tmp",
 };

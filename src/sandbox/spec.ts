@@ -3,7 +3,7 @@
  * NUL-terminated strings, nothing the C side has to interpret beyond that.
  * @module
  */
-import { buildEnvironment } from "./environment.ts";
+import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxPolicyError } from "./errors.ts";
 import { hostLayout } from "./host_layout.ts";
 import type { SandboxPolicy } from "./policy.ts";
@@ -98,7 +98,7 @@ export function buildSpec(
   add(TAG.hostname, policy.hostname);
   add(TAG.net, policy.network);
   add(TAG.tmpSize, String(policy.tmpSizeBytes));
-  add(TAG.cwd, "/work");
+  add(TAG.cwd, WORKSPACE_MOUNT);
   for (const path of options.protectedPaths ?? []) add(TAG.protect, path);
   for (const entry of hostLayout()) {
     if (entry.kind === "bind") add(TAG.roBind, entry.host, entry.inside);

@@ -1,5 +1,5 @@
 /**
- * runTurn with the real SandboxExecutor (fake sandbox runner, real host runner) and a real
+ * runTurn with the real ToolExecutor (fake sandbox runner, real host runner) and a real
  * provider speaking to a scripted loopback server.
  */
 import { join } from "node:path";
@@ -7,9 +7,9 @@ import { runTurn } from "../../src/agent/agent_loop.ts";
 import { createProvider } from "../../src/agent/provider_registry.ts";
 import { allowedTools, executorTool } from "../../src/gateway/agent_tools.ts";
 import { TurnTaint } from "../../src/gateway/turn_taint.ts";
-import type { Principal } from "../../src/gateway/authorization.ts";
-import { parseConfig } from "../../src/gateway/config.ts";
-import { SandboxExecutor } from "../../src/gateway/sandbox_executor.ts";
+import type { Principal } from "../../src/trust/authorization.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { ToolExecutor } from "../../src/tools/tool_executor.ts";
 import type { ExecOptions } from "../../src/sandbox/mod.ts";
 import { assert, assertEquals } from "../assert.ts";
 import { commandResult } from "../fixtures/command_result.ts";
@@ -27,12 +27,12 @@ const SANDBOXED_ID = commandResult({
 const situation = { channel: "http", ceiling: null, contributors: [], sandboxEnabled: true };
 
 async function withExecutor(
-  fn: (executor: SandboxExecutor, sandboxCalls: Array<[string[], ExecOptions]>) => Promise<void>,
+  fn: (executor: ToolExecutor, sandboxCalls: Array<[string[], ExecOptions]>) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-agent-" }));
   const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
   const sandboxCalls: Array<[string[], ExecOptions]> = [];
-  const executor = new SandboxExecutor(config, {
+  const executor = new ToolExecutor(config, {
     env: { PATH: "/usr/bin:/bin" },
     sandbox: (_policy, argv, options) => {
       sandboxCalls.push([argv, options]);

@@ -1,9 +1,9 @@
 import { DEFAULT_PROVIDER_TIMEOUTS } from "../../src/agent/http_transport.ts";
 import { providerTimeouts, selectModel } from "../../src/agent/provider_registry.ts";
 import { ProviderError } from "../../src/agent/provider_error.ts";
-import { parseConfig } from "../../src/gateway/config.ts";
-import { checkConfig } from "../../src/gateway/config_check.ts";
-import { ConfigError } from "../../src/gateway/config_diagnostic.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { checkConfig } from "../../src/config/config_check.ts";
+import { ConfigError } from "../../src/config/config_diagnostic.ts";
 import { assert, assertEquals, assertMatch, assertThrows } from "../assert.ts";
 
 const parse = (text: string) => parseConfig(text, "/etc/coop/coop.toml", "/srv");

@@ -3,7 +3,7 @@
  * each expects tool calls and results in the follow-up request. Provider tests run per format.
  * @module
  */
-import type { ProviderKind } from "../../src/gateway/provider_kinds.ts";
+import type { ProviderKind } from "../../src/config/provider_kinds.ts";
 import { dataEvents, namedEvents, type ScriptedReply, sseReply } from "./scripted_server.ts";
 
 /** One wire format's fixtures. */

@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { createHttpHandler, serveHttpChannel } from "../../src/channels/http_channel.ts";
-import type { IncomingMessage, TurnHandler } from "../../src/channels/turn_handler.ts";
+import type { IncomingMessage, TurnHandler } from "../../src/gateway/turn_handler.ts";
 
 const tokens = [{ id: "bob", token: "bob-secret-token" }, { id: "carol", token: "carol-token" }];
 

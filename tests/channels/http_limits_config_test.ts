@@ -1,7 +1,7 @@
 /** `[channels.http]` client limits: defaults, parsing, validation, and the descriptor budget. */
 import { assertEquals } from "../assert.ts";
-import { parseConfig } from "../../src/gateway/config.ts";
-import { ConfigError } from "../../src/gateway/config_diagnostic.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { ConfigError } from "../../src/config/config_diagnostic.ts";
 import { connectionCap } from "../../src/cli/connection_budget.ts";
 
 function http(extra: string) {

@@ -1,7 +1,7 @@
 import { PassThrough } from "node:stream";
 import { assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
 import { runTerminalChannel, sanitizeForTerminal } from "../../src/channels/terminal_channel.ts";
-import type { IncomingMessage } from "../../src/channels/turn_handler.ts";
+import type { IncomingMessage } from "../../src/gateway/turn_handler.ts";
 
 async function chat(lines: string[]) {
   const input = new PassThrough(), output = new PassThrough();

@@ -4,8 +4,8 @@
  * reply is POSTed to the job's callback.
  */
 import { join } from "node:path";
-import { parseConfig } from "../../src/gateway/config.ts";
-import { type CronReplyPayload, CronScheduler } from "../../src/gateway/cron_scheduler.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { type CronReplyPayload, CronScheduler } from "../../src/cron/cron_scheduler.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";

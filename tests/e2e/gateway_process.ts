@@ -5,12 +5,12 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { openStateDb } from "../../src/gateway/state_db.ts";
+import { openStateDb } from "../../src/state/state_db.ts";
 import {
   type SessionKey,
   SessionStore,
   type StoredMessage,
-} from "../../src/gateway/session_store.ts";
+} from "../../src/state/session_store.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 

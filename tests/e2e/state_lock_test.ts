@@ -3,7 +3,7 @@
  * pid; `coop chat` still runs beside it; once the first stops, the directory is free again.
  */
 import { assertEquals, assertMatch, assertNotIncludes, assertThrows } from "../assert.ts";
-import { lockStateDir, StateLockedError } from "../../src/gateway/state_lock.ts";
+import { lockStateDir, StateLockedError } from "../../src/state/state_lock.ts";
 import { coopToml, httpChannelToml } from "./coop_toml.ts";
 import {
   coopArgv,

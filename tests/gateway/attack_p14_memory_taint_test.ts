@@ -8,9 +8,9 @@
  */
 import { join } from "node:path";
 import { commandResult } from "../fixtures/command_result.ts";
-import { parseConfig } from "../../src/gateway/config.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
-import type { SandboxRunner } from "../../src/gateway/sandbox_executor.ts";
+import type { SandboxRunner } from "../../src/tools/sandbox_placement.ts";
 import { type ScriptedReply, withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { coopToml } from "../e2e/coop_toml.ts";

@@ -7,13 +7,13 @@
  */
 import { join } from "node:path";
 import { createHttpHandler } from "../../src/channels/http_channel.ts";
-import { parseConfig } from "../../src/gateway/config.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
-import type { CommandResult } from "../../src/core/tool_contract.ts";
-import type { HostRunner } from "../../src/gateway/host_runner.ts";
-import type { SandboxRunner } from "../../src/gateway/sandbox_executor.ts";
+import type { CommandResult } from "../../src/tools/tool_contract.ts";
+import type { HostRunner } from "../../src/tools/host_runner.ts";
+import type { SandboxRunner } from "../../src/tools/sandbox_placement.ts";
 import { TurnLimitError } from "../../src/gateway/turn_limiter.ts";
-import type { TurnOutcome } from "../../src/channels/turn_handler.ts";
+import type { TurnOutcome } from "../../src/gateway/turn_handler.ts";
 import { commandResult } from "../fixtures/command_result.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { coopToml } from "../e2e/coop_toml.ts";

@@ -5,7 +5,7 @@ import {
   INTERRUPTED_RESULT,
   toSessionMessage,
 } from "../../src/gateway/chat_history.ts";
-import type { StoredMessage } from "../../src/gateway/session_store.ts";
+import type { StoredMessage } from "../../src/state/session_store.ts";
 import { assertEquals } from "../assert.ts";
 
 let nextId = 1;

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { commandResult } from "../fixtures/command_result.ts";
-import { parseConfig } from "../../src/gateway/config.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { TurnError } from "../../src/agent/mod.ts";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";

@@ -3,7 +3,7 @@
  * due timers in order and lets the promises they start settle.
  * @module
  */
-import type { CronClock } from "../../src/gateway/cron_scheduler.ts";
+import type { CronClock } from "../../src/cron/cron_scheduler.ts";
 
 interface Timer {
   at: number;

@@ -7,13 +7,13 @@ import {
   type MemoryStore,
   TRUST_LEVELS,
   type TrustLevel,
-} from "../../src/core/trust.ts";
-import { migrate } from "../../src/gateway/state_db.ts";
-import { ftsQuery, MemoryDatabase } from "../../src/gateway/memory_store.ts";
-import { gatedMemory } from "../../src/gateway/memory_access.ts";
-import type { Situation } from "../../src/gateway/authorization.ts";
-import { parseConfig } from "../../src/gateway/config.ts";
-import { SandboxExecutor, type ToolCall } from "../../src/gateway/sandbox_executor.ts";
+} from "../../src/trust/trust_level.ts";
+import { migrate } from "../../src/state/state_db.ts";
+import { ftsQuery, MemoryDatabase } from "../../src/state/memory_store.ts";
+import { gatedMemory } from "../../src/tools/memory_access.ts";
+import type { Situation } from "../../src/trust/authorization.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { type ToolCall, ToolExecutor } from "../../src/tools/tool_executor.ts";
 import { usersToml } from "../fixtures/users_toml.ts";
 
 function memoryDb(): { db: DatabaseSync; memories: MemoryDatabase } {
@@ -193,13 +193,13 @@ const CONFIG = usersToml([["alice", "owner"]]);
 
 async function withExecutor(
   memory: boolean,
-  fn: (executor: SandboxExecutor, memories: MemoryDatabase) => Promise<void>,
+  fn: (executor: ToolExecutor, memories: MemoryDatabase) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "coop-memory-" });
   const { db, memories } = memoryDb();
   try {
     const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
-    const executor = new SandboxExecutor(config, {
+    const executor = new ToolExecutor(config, {
       env: {},
       sandbox: () => Promise.reject(new Error("memory tools must not reach the sandbox")),
       host: () => Promise.reject(new Error("memory tools must not reach the host")),

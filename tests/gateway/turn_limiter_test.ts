@@ -3,8 +3,8 @@
  * slots first come first served, a bounded queue, refusal beyond it, nothing left after.
  */
 import { join } from "node:path";
-import { ConfigError } from "../../src/gateway/config_diagnostic.ts";
-import { type CoopConfig, parseConfig } from "../../src/gateway/config.ts";
+import { ConfigError } from "../../src/config/config_diagnostic.ts";
+import { type CoopConfig, parseConfig } from "../../src/config/config.ts";
 import { routeUser } from "../../src/gateway/router.ts";
 import {
   type TurnLimit,

@@ -4,8 +4,8 @@
  */
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import fc from "fast-check";
-import { TRUST_LEVELS, type TrustLevel, trustRank } from "../../src/core/trust.ts";
-import { authorize, decide, type Principal } from "../../src/gateway/authorization.ts";
+import { TRUST_LEVELS, type TrustLevel, trustRank } from "../../src/trust/trust_level.ts";
+import { authorize, decide, type Principal } from "../../src/trust/authorization.ts";
 import { type MemoryProvenance, TurnTaint } from "../../src/gateway/turn_taint.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 

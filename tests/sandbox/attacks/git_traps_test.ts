@@ -13,9 +13,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { runCheck } from "../../../src/cli/check_command.ts";
-import { type CoopConfig, parseConfig } from "../../../src/gateway/config.ts";
-import { SandboxExecutor, type ToolCall } from "../../../src/gateway/sandbox_executor.ts";
-import type { GitNeutralised } from "../../../src/gateway/scan_context.ts";
+import { type CoopConfig, parseConfig } from "../../../src/config/config.ts";
+import { type ToolCall, ToolExecutor } from "../../../src/tools/tool_executor.ts";
+import type { GitNeutralised } from "../../../src/workspace/scan_context.ts";
 import { usersToml } from "../../fixtures/users_toml.ts";
 import { SANDBOX_TESTS } from "../harness.ts";
 
@@ -332,7 +332,7 @@ Deno.test({
       const text = usersToml([["alice", "owner"], ["bob", "inner"]]);
       await Deno.writeTextFile(file, text);
       const config = parseConfig(text, file, base);
-      const executor = new SandboxExecutor(config);
+      const executor = new ToolExecutor(config);
       const h: Host = {
         ws: join(base, "ws", "bob"),
         canary: join(base, "canary"),
@@ -438,7 +438,7 @@ Deno.test({
       const file = join(base, "coop.toml");
       const text = usersToml([["alice", "owner"], ["bob", "inner"]]);
       const config = parseConfig(text, file, base);
-      const executor = new SandboxExecutor(config);
+      const executor = new ToolExecutor(config);
       const r = await executor.call(call(
         config,
         `${

@@ -8,8 +8,8 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
-import { parseConfig } from "../../../src/gateway/config.ts";
-import { SandboxExecutor, type ToolCall } from "../../../src/gateway/sandbox_executor.ts";
+import { parseConfig } from "../../../src/config/config.ts";
+import { type ToolCall, ToolExecutor } from "../../../src/tools/tool_executor.ts";
 import { SANDBOX_TESTS } from "../harness.ts";
 
 const DIRECTORIES = 800_000;
@@ -55,7 +55,7 @@ Deno.test({
     try {
       const text = `[agent]\nworkspace = "${shm}"\n` +
         '[[users]]\nname = "alice"\ntrust = "owner"\n[[users]]\nname = "bob"\ntrust = "inner"\n';
-      const executor = new SandboxExecutor(parseConfig(text, join(base, "coop.toml"), base));
+      const executor = new ToolExecutor(parseConfig(text, join(base, "coop.toml"), base));
       // Warm up: the escape self-test and the scan workers start once, before the attack.
       const first = await executor.call(bash("echo warm"));
       strictEqual(first.content, "warm\n[exit code 0]");

@@ -1,0 +1,218 @@
+/**
+ * The schema of `coop.toml`, key for key. Unknown keys are errors everywhere.
+ * @module
+ */
+import { z } from "zod";
+import { TRUST_LEVELS } from "../trust/trust_level.ts";
+import { memorySize, timeoutDuration, tmpSize } from "./config_units.ts";
+import { cronScheduleProblem } from "./cron_schedule.ts";
+import { matchPatternProblem } from "../trust/match_pattern.ts";
+import { parseAllowEntry } from "../sandbox/mod.ts";
+import { PROVIDER_KINDS } from "./provider_kinds.ts";
+
+/** Network modes config accepts (docs/network.md). */
+export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
+
+/** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
+export const WORKSPACE_SCOPES = ["user", "shared"] as const;
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+/** An allowlist entry as the proxy parses it (docs/network.md). */
+const allowDomain = z.string().superRefine((entry, ctx) => {
+  try {
+    parseAllowEntry(entry);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+  }
+});
+
+const envName = z.string().regex(ENV_NAME, "must be an environment variable name like MY_VAR");
+const name = z.string().regex(
+  NAME,
+  "must be 1-32 characters of a-z, 0-9, _ or -, starting with a letter (it names a directory)",
+);
+
+const matchPattern = z.string().superRefine((pattern, ctx) => {
+  const problem = matchPatternProblem(pattern);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+const sandboxOverrideShape = {
+  network: z.enum(CONFIG_NETWORK_MODES).optional(),
+  allow_domains: z.array(allowDomain).optional(),
+  max_connections: z.number().int("must be a whole number").min(1, "must be at least 1")
+    .max(4096, "must be at most 4096").optional(),
+  memory: memorySize.optional(),
+  pids_limit: z.number().int("must be a whole number").positive("must be > 0").optional(),
+  cpus: z.number().positive("must be > 0").optional(),
+  timeout: timeoutDuration.optional(),
+  max_timeout: timeoutDuration.optional(),
+  tmp_size: tmpSize.optional(),
+  env_passthrough: z.array(envName).optional(),
+  protected_names: z.array(
+    z.string().regex(/^[^/]+$/, "must be a file or directory name (no /)").refine(
+      (n) => n !== "." && n !== "..",
+      "must not be . or ..",
+    ),
+  ).optional(),
+  workspace_scan_limit: z.number().int("must be a whole number").min(1000, "must be at least 1000")
+    .max(100_000_000, "must be at most 100000000").optional(),
+};
+
+/** Per-user or per-cron-job sandbox overrides. */
+export const sandboxOverridesSchema = z.strictObject(sandboxOverrideShape);
+
+/** The `[sandbox]` table. */
+export const sandboxSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  workspace_scope: z.enum(WORKSPACE_SCOPES).default("user"),
+  ...sandboxOverrideShape,
+});
+
+/** `[channels.http]` limits on clients: deadlines (ms once parsed) and the connection cap. */
+const httpConnectionShape = {
+  headers_timeout: timeoutDuration.default(10_000),
+  request_timeout: timeoutDuration.default(30_000),
+  max_connections: z.number().int("must be a whole number").min(1, "must be at least 1")
+    .max(65_536, "must be at most 65536").default(256),
+};
+
+function requestTimeoutCoversHeaders(
+  http: { headers_timeout: number; request_timeout: number },
+  ctx: z.RefinementCtx,
+): void {
+  if (http.request_timeout < http.headers_timeout) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["request_timeout"],
+      message: "must be at least headers_timeout (the head is part of the request)",
+    });
+  }
+}
+
+/** `host:port` or `[v6]:port`, port 1-65535. */
+// Port 0 asks the kernel for a free port (coop start prints the one it got).
+const LISTEN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(0|[1-9][0-9]{0,4})$/;
+
+/** One `[[providers]]` entry; `type` is the older spelling of `kind` and still accepted. */
+export const providerSchema = z.strictObject({
+  name: z.string().regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+    'must be letters, digits, _ . or - (it is the part of agent.model before the first "/")',
+  ),
+  kind: z.enum(PROVIDER_KINDS).optional(),
+  type: z.enum(PROVIDER_KINDS).optional(),
+  base_url: z.url("must be a URL").optional(),
+  api_key_env: envName.optional(),
+  models: z.array(z.string().min(1)).optional(),
+  connect_timeout: timeoutDuration.optional(),
+  first_byte_timeout: timeoutDuration.optional(),
+  idle_timeout: timeoutDuration.optional(),
+}).superRefine((p, ctx) => {
+  if (p.kind === undefined && p.type === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["kind"],
+      message: `is required: one of ${PROVIDER_KINDS.map((k) => `"${k}"`).join(", ")}`,
+    });
+  } else if (p.kind !== undefined && p.type !== undefined && p.kind !== p.type) {
+    ctx.addIssue({ code: "custom", path: ["type"], message: "contradicts kind; remove type" });
+  }
+  if (p.kind === "openai_compatible" || p.type === "openai_compatible") {
+    if (p.base_url === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["base_url"],
+        message: 'is required for kind "openai_compatible" (e.g. "https://openrouter.ai/api/v1")',
+      });
+    }
+  }
+}).transform(({ type, ...rest }) => ({
+  ...rest,
+  kind: (rest.kind ?? type) as (typeof PROVIDER_KINDS)[number],
+}));
+
+/** How many turns of one person may run at once (ATTACKS R14; docs/config.md). */
+const concurrentTurns = z.number().int("must be a whole number").min(1, "must be at least 1")
+  .max(1000, "must be at most 1000");
+
+/** `[agent]` keys of the per-person turn cap; `[[users]] max_concurrent_turns` overrides one. */
+const turnLimitShape = {
+  max_concurrent_turns_per_user: concurrentTurns.default(4),
+  max_queued_turns_per_user: z.number().int("must be a whole number").min(0, "must be at least 0")
+    .max(10000, "must be at most 10000").default(8),
+};
+
+/** The whole of `coop.toml`. */
+export const configSchema = z.strictObject({
+  agent: z.strictObject({
+    id: name.default("coop"),
+    model: z.string().min(1, "must not be empty").optional(),
+    max_iterations: z.number().int("must be a whole number").min(1).max(1000).default(25),
+    max_tokens: z.number().int("must be a whole number").min(1).default(8192),
+    workspace: z.string().min(1, "must not be empty").optional(),
+    state_dir: z.string().min(1, "must not be empty").optional(),
+    ...turnLimitShape,
+  }).prefault({}),
+  users: z.array(z.strictObject({
+    name,
+    trust: z.enum(TRUST_LEVELS),
+    match: z.array(matchPattern).default([]),
+    sandbox: sandboxOverridesSchema.optional(),
+    max_concurrent_turns: concurrentTurns.optional(),
+  })).default([]),
+  groups: z.array(z.strictObject({
+    name: z.string().min(1).optional(),
+    match: z.array(matchPattern).min(1, "must list at least one pattern"),
+    trust: z.enum(TRUST_LEVELS).default("familiar"),
+  })).default([]),
+  sandbox: sandboxSchema.default({ enabled: true, workspace_scope: "user" }),
+  cron: z.array(z.strictObject({
+    name: z.string().min(1, "must not be empty"),
+    schedule: z.string().superRefine((schedule, ctx) => {
+      const problem = cronScheduleProblem(schedule);
+      if (problem) ctx.addIssue({ code: "custom", message: `invalid cron schedule: ${problem}` });
+    }),
+    user: z.string().min(1, "must name a user"),
+    message: z.string().min(1, "must not be empty"),
+    reply_to: z.string().refine(
+      (v) => v === "log" || /^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v),
+      'must be "log" or an http:// or https:// URL',
+    ).default("log"),
+    sandbox: sandboxOverridesSchema.optional(),
+  })).default([]),
+  providers: z.array(providerSchema).default([]),
+  channels: z.strictObject({
+    terminal: z.strictObject({
+      enabled: z.boolean().default(true),
+      user: z.string().min(1).optional(),
+    }).optional(),
+    http: z.strictObject({
+      enabled: z.boolean().default(false),
+      listen: z.string().regex(LISTEN, 'must be "host:port", e.g. "127.0.0.1:8787"').refine(
+        (v) => Number(v.slice(v.lastIndexOf(":") + 1)) <= 65535,
+        "port must be 0-65535 (0: any free port)",
+      ).default("127.0.0.1:8787"),
+      max_body_bytes: z.number().int().min(1024, "must be at least 1024").default(1 << 20),
+      ...httpConnectionShape,
+      tokens: z.array(z.strictObject({
+        id: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, "must be lowercase letters, digits, . _ -"),
+        token_env: envName,
+      })).default([]),
+    }).superRefine(requestTimeoutCoversHeaders).optional(),
+    telegram: z.strictObject({
+      enabled: z.boolean().default(false),
+      token_env: envName,
+    }).optional(),
+    signal: z.strictObject({
+      enabled: z.boolean().default(false),
+      account: z.string().min(1),
+    }).optional(),
+  }).default({}),
+});
+
+/** `coop.toml` as parsed and validated, still in config's own (snake_case) shape. */
+export type RawConfig = z.output<typeof configSchema>;
+/** Sandbox overrides as parsed (sizes in bytes, durations in milliseconds). */
+export type RawSandboxOverrides = z.output<typeof sandboxOverridesSchema>;

@@ -1,0 +1,96 @@
+/**
+ * Runs the owner's `bash` on the host with `sh -c`: same result shape as the sandbox.
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import type { CommandResult } from "./tool_contract.ts";
+import { signalNumber } from "../sandbox/wait_status.ts";
+
+/** Options for one host command. */
+export interface HostRunOptions {
+  /** Working directory. */
+  cwd: string;
+  /** Wall-clock limit; the command is killed with SIGKILL when it passes. */
+  timeoutMs: number;
+  /** The complete environment of the command (nothing else is inherited). */
+  env: Record<string, string>;
+  /** Cap on each of stdout and stderr. */
+  maxOutputBytes: number;
+  /** Kills the command (SIGKILL) when aborted. */
+  signal?: AbortSignal;
+}
+
+/** Runs a shell command on the host. */
+export type HostRunner = (command: string, options: HostRunOptions) => Promise<CommandResult>;
+
+async function collect(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+): Promise<{ text: string; truncated: boolean }> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  // Keep draining past the cap so the child never blocks on a full pipe.
+  for await (const chunk of stream) {
+    if (size >= limit) {
+      truncated = true;
+      continue;
+    }
+    const room = limit - size;
+    if (chunk.length > room) truncated = true;
+    chunks.push(chunk.subarray(0, room));
+    size += Math.min(chunk.length, room);
+  }
+  return { text: new TextDecoder().decode(Buffer.concat(chunks, size)), truncated };
+}
+
+/** The default host runner, built on `Deno.Command`. */
+export const runOnHost: HostRunner = async (command, options) => {
+  options.signal?.throwIfAborted();
+  const started = performance.now();
+  const child = new Deno.Command("sh", {
+    args: ["-c", command],
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    // setsid() in the child: the shell leads its own session and process group, so the kill
+    // below reaches what it started too (`sleep` in `sh -c "sleep 30"` would otherwise keep
+    // running and hold the output pipes open), and nothing of Coop's own group is hit.
+    detached: true,
+  }).spawn();
+  let timedOut = false;
+  const kill = () => {
+    try {
+      Deno.kill(-child.pid, "SIGKILL");
+    } catch {
+      // Already exited between the timer (or the abort) firing and the kill.
+    }
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, options.timeoutMs);
+  options.signal?.addEventListener("abort", kill, { once: true });
+  try {
+    const [stdout, stderr, status] = await Promise.all([
+      collect(child.stdout, options.maxOutputBytes),
+      collect(child.stderr, options.maxOutputBytes),
+      child.status,
+    ]);
+    return {
+      exitCode: status.signal ? 128 + signalNumber(status.signal) : status.code,
+      signal: status.signal,
+      timedOut,
+      stdout: stdout.text,
+      stderr: stderr.text,
+      truncated: stdout.truncated || stderr.truncated,
+      durationMs: performance.now() - started,
+    };
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener("abort", kill);
+  }
+};

@@ -1,0 +1,104 @@
+/**
+ * The file tools' only way to touch files: the path is checked (for clear messages), then
+ * opened by the kernel beneath the scope root (`openat2(RESOLVE_BENEATH)`), so a symlink a
+ * sandbox swaps in between cannot lead the gateway — which runs on the host — outside it.
+ * @module
+ */
+import { errorMessage } from "../errors/coop_error.ts";
+import { BeneathError, readFileBeneath, writeFileBeneath } from "../sandbox/mod.ts";
+import { type PathScope, ToolError } from "./tool_contract.ts";
+import { resolveScopedPath, scopedComponents } from "./workspace_path.ts";
+
+function toolError(path: string, scope: PathScope, error: unknown): ToolError {
+  if (!(error instanceof BeneathError)) {
+    const message = errorMessage(error);
+    return new ToolError("tool.io", `cannot access "${path}": ${message}`, { cause: error });
+  }
+  switch (error.code) {
+    case "ENOENT":
+      return new ToolError("tool.not_found", `no such file: "${path}"`, { cause: error });
+    case "EISDIR":
+      return new ToolError("tool.is_directory", `"${path}" is a directory`, { cause: error });
+    case "EACCES":
+      return new ToolError("tool.permission_denied", `permission denied: "${path}"`, {
+        cause: error,
+      });
+    case "EXDEV":
+    case "ELOOP":
+      return new ToolError(
+        "tool.path_outside_scope",
+        `path "${path}" leads outside your workspace (${scope.visibleRoot})`,
+        { cause: error },
+      );
+    case "EINVAL":
+      return new ToolError("tool.not_regular_file", `"${path}" is not a regular file`, {
+        cause: error,
+      });
+    default:
+      return new ToolError("tool.io", `cannot access "${path}": ${error.code}`, { cause: error });
+  }
+}
+
+async function relativePath(path: string, scope: PathScope): Promise<string> {
+  await resolveScopedPath(path, scope);
+  const rel = scopedComponents(path, scope).join("/");
+  if (rel === "") throw new ToolError("tool.is_directory", `"${path}" is a directory`);
+  return rel;
+}
+
+/** Reads a regular file in the scope, at most `maxBytes` (larger: `tool.file_too_large`). */
+export async function readScopedFile(
+  path: string,
+  scope: PathScope,
+  maxBytes: number,
+): Promise<Uint8Array> {
+  const rel = await relativePath(path, scope);
+  try {
+    return await readFileBeneath(scope.hostRoot, rel, maxBytes);
+  } catch (error) {
+    if (error instanceof BeneathError && error.code === "EFBIG") {
+      throw new ToolError(
+        "tool.file_too_large",
+        `"${path}" is ${error.size} bytes; read_file reads at most ${maxBytes}`,
+      );
+    }
+    throw toolError(path, scope, error);
+  }
+}
+
+/**
+ * Creates or replaces a file in the scope, making missing directories. In a non-owner's scope
+ * (`scope.protectedNames`) a path through a protected directory is refused, and so is one
+ * through a symlink — which could otherwise lead there (ATTACKS F23).
+ */
+export async function writeScopedFile(
+  path: string,
+  scope: PathScope,
+  text: string,
+): Promise<number> {
+  const rel = await relativePath(path, scope);
+  const guarded = scope.protectedNames !== undefined;
+  const hit = rel.split("/").find((part) => scope.protectedNames?.includes(part));
+  if (hit !== undefined) {
+    throw new ToolError(
+      "tool.protected_path",
+      `"${path}" is inside ${hit}, which is read-only for you: tools on the host trust it ` +
+        `(protected_names)`,
+    );
+  }
+  const bytes = new TextEncoder().encode(text);
+  try {
+    await writeFileBeneath(scope.hostRoot, rel, bytes, { noSymlinks: guarded });
+  } catch (error) {
+    if (guarded && error instanceof BeneathError && error.code === "ELOOP") {
+      throw new ToolError(
+        "tool.symlink_refused",
+        `"${path}" goes through a symbolic link; file tools write only real paths in your ` +
+          `workspace`,
+        { cause: error },
+      );
+    }
+    throw toolError(path, scope, error);
+  }
+  return bytes.length;
+}

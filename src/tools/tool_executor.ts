@@ -1,0 +1,224 @@
+/**
+ * `ToolExecutor`: authorizes a tool call, then runs it where `authorize()` placed it — on the
+ * host (`host_placement.ts`), in the sandbox (`sandbox_placement.ts`) or in the gateway
+ * (`gateway_placement.ts`).
+ * @module
+ */
+import { errorMessage } from "../errors/coop_error.ts";
+import type { CoopConfig, CronJobConfig, UserConfig } from "../config/config.ts";
+import { WORKSPACE_DIR_MODE } from "../config/check_workspace_access.ts";
+import { mergeSandboxSettings, type SandboxSettings } from "../config/sandbox_settings.ts";
+import type { MemoryDatabase, MemoryHit } from "../state/memory_store.ts";
+import {
+  authorize,
+  decide,
+  type Decision,
+  type Principal,
+  type Situation,
+} from "../trust/authorization.ts";
+import { GATEWAY_TOOL_NAMES, isToolName, TOOL_NAMES } from "../trust/tool_names.ts";
+import type { AutoexecFile, GitNeutralised } from "../workspace/scan_context.ts";
+import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
+import { callInGateway } from "./gateway_placement.ts";
+import { HostPlacement } from "./host_placement.ts";
+import type { HostRunner } from "./host_runner.ts";
+import { scopeFor } from "./path_scope.ts";
+import { SandboxPlacement, type SandboxRunner } from "./sandbox_placement.ts";
+import { runTool, type Tool, type ToolContext, type ToolResult } from "./tool_contract.ts";
+import { BUILTIN_TOOLS } from "./tool_registry.ts";
+import { DEFAULT_MAX_OUTPUT_CHARS } from "./truncation.ts";
+
+/** What the executor may be given instead of the real host and sandbox (tests use fakes). */
+export interface ExecutorDependencies {
+  /** Runs non-owner commands. Default: the sandbox library's `exec`. */
+  sandbox?: SandboxRunner;
+  /** Runs owner commands. Default: `sh -c` via `Deno.Command`. */
+  host?: HostRunner;
+  /** The gateway's environment (default `Deno.env.toObject()`); secrets are removed from it. */
+  env?: Record<string, string>;
+  /** Cap on what one tool returns to the model. */
+  maxOutputChars?: number;
+  /**
+   * Gate before the first sandboxed command: resolves to a failure reason, or null when the
+   * sandbox may be used. Default: the escape self-test (`coop sandbox test`) when the real
+   * sandbox is used, nothing when a fake `sandbox` is injected.
+   */
+  sandboxGate?: () => Promise<string | null>;
+  /** The memory stores; without them the memory tools are not offered. */
+  memory?: MemoryDatabase;
+}
+
+/** One tool call from the agent loop, with everything needed to authorize it. */
+export interface ToolCall {
+  /** Who the turn belongs to. */
+  principal: Principal;
+  /** The turn's channel, ceiling and contributors (`sandboxEnabled` is taken from config). */
+  situation: Omit<Situation, "sandboxEnabled">;
+  /** The configured user, when the principal is one (for sandbox overrides). */
+  user?: UserConfig;
+  /** The cron job, when the turn comes from one (its overrides apply over the user's). */
+  cronJob?: CronJobConfig;
+  /** The tool name the model asked for. */
+  tool: string;
+  /** The model's arguments, not yet validated. */
+  args: unknown;
+  /** Aborted when the turn is cancelled: a running command is killed. */
+  signal?: AbortSignal;
+}
+
+/** A tool result plus the authorization decision behind it. */
+export interface ToolCallOutcome extends ToolResult {
+  /** The decision, or null when the tool name was unknown. */
+  decision: Decision | null;
+  /**
+   * Files that tools on the host would run by themselves (git hooks and program-running config,
+   * `.envrc`, VS Code tasks) that a non-owner's call wrote; each is also logged as
+   * `workspace.autoexec_written` for the owner (ATTACKS F23). Absent when there are none.
+   */
+  autoexec?: AutoexecFile[];
+  /**
+   * Every memory the call read, as the store returned it (its text went to the model). The turn
+   * takes each one's trust as a contributor (`TurnTaint.read`, ATTACKS P14). Absent when none.
+   */
+  memoryRead?: MemoryHit[];
+  /**
+   * What git would have obeyed on the host that the call left — program-running config, hooks,
+   * pointers outside the workspace — and Coop disabled; each is also logged as
+   * `workspace.git_neutralised` (ATTACKS F27), and the tool result says so. Absent when none.
+   */
+  gitNeutralised?: GitNeutralised[];
+  /**
+   * Why the workspace could not be fully checked after the call (too many entries,
+   * unreadable directories); logged as `workspace.scan_incomplete` (ATTACKS R12).
+   */
+  workspaceUnverified?: string[];
+}
+
+/** Tools through which a non-owner writes files in their workspace. */
+const WRITING_TOOLS: readonly string[] = ["bash", "write_file", "edit_file"];
+
+/**
+ * Authorizes each tool call, then runs it where `authorize()` placed it: the owner's commands on
+ * the host, everyone else's in the sandbox, the memory tools in the gateway. Never falls back to
+ * the host.
+ */
+export class ToolExecutor {
+  readonly #config: CoopConfig;
+  /** Scans after non-owner calls that can write (F23, F27, R12). */
+  readonly #guard = new WorkspaceGuard();
+  readonly #host: HostPlacement;
+  readonly #sandbox: SandboxPlacement;
+  readonly #maxOutputChars: number;
+  readonly #memory: MemoryDatabase | undefined;
+
+  /** `deps` replaces the real host, sandbox, gate and environment (tests use fakes). */
+  constructor(config: CoopConfig, deps: ExecutorDependencies = {}) {
+    this.#config = config;
+    this.#host = new HostPlacement(config, deps.env ?? Deno.env.toObject(), deps.host);
+    this.#sandbox = new SandboxPlacement(
+      config,
+      deps.sandbox,
+      deps.sandboxGate ?? (deps.sandbox ? () => Promise.resolve(null) : undefined),
+    );
+    this.#maxOutputChars = deps.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+    this.#memory = deps.memory;
+  }
+
+  /** Returns the sandbox settings for a user and optional cron job: global, user, job. */
+  settingsFor(user?: UserConfig, cronJob?: CronJobConfig): SandboxSettings {
+    return mergeSandboxSettings(
+      this.#config.sandbox.defaults,
+      user?.sandbox ?? {},
+      cronJob?.sandbox ?? {},
+    );
+  }
+
+  /** Whether non-owner commands may run at all (`[sandbox] enabled`). */
+  get sandboxEnabled(): boolean {
+    return this.#config.sandbox.enabled;
+  }
+
+  /** Returns the tools to offer the model for this principal and situation (no log lines). */
+  toolsFor(principal: Principal, situation: Omit<Situation, "sandboxEnabled">): Tool[] {
+    const full: Situation = { ...situation, sandboxEnabled: this.#config.sandbox.enabled };
+    return TOOL_NAMES
+      .filter((name) => this.#memory !== undefined || !GATEWAY_TOOL_NAMES.includes(name))
+      .filter((name) => decide(principal, full, { kind: "tool", tool: name }).allowed)
+      .map((name) => BUILTIN_TOOLS[name]);
+  }
+
+  /** Authorizes and runs one tool call; every failure comes back as an error result. */
+  async call(call: ToolCall): Promise<ToolCallOutcome> {
+    if (!isToolName(call.tool)) {
+      return { isError: true, content: `unknown tool "${call.tool}"`, decision: null };
+    }
+    const situation: Situation = {
+      ...call.situation,
+      sandboxEnabled: this.#config.sandbox.enabled,
+    };
+    const decision = authorize(call.principal, situation, { kind: "tool", tool: call.tool });
+    if (!decision.allowed) {
+      return {
+        isError: true,
+        content: `${call.tool} is not permitted at trust "${decision.effectiveTrust}" ` +
+          `(rule ${decision.rule})`,
+        decision,
+      };
+    }
+    const settings = this.settingsFor(call.user, call.cronJob);
+    if (GATEWAY_TOOL_NAMES.includes(call.tool)) {
+      const outcome = await callInGateway(call, situation, {
+        memory: this.#memory,
+        settings,
+        maxOutputChars: this.#maxOutputChars,
+      });
+      return { ...outcome, decision };
+    }
+    const onHost = decision.placement === "host";
+    const scope = scopeFor(this.#config, call.principal.name, onHost);
+    // What the sandbox mounts read-only, the file tools (which run here, on the host) must not
+    // write either.
+    if (!onHost) scope.protectedNames = settings.protectedNames;
+    try {
+      // Only the gateway's user may enter what it creates; an existing directory keeps its
+      // mode (coop check and coop start warn when it lets other local users in).
+      await Deno.mkdir(scope.hostRoot, { recursive: true, mode: WORKSPACE_DIR_MODE });
+    } catch (error) {
+      const message = errorMessage(error);
+      return {
+        isError: true,
+        content: `cannot create workspace ${scope.hostRoot}: ${message}`,
+        decision,
+      };
+    }
+    const context: ToolContext = {
+      scope,
+      defaultTimeoutMs: settings.timeoutMs,
+      maxTimeoutMs: settings.maxTimeoutMs,
+      maxOutputChars: this.#maxOutputChars,
+      signal: call.signal,
+      runCommand: call.tool === "bash"
+        ? (onHost
+          ? this.#host.runner(scope.hostRoot)
+          : this.#sandbox.runner(scope.hostRoot, settings))
+        : undefined,
+    };
+    const started = Date.now();
+    const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);
+    if (onHost || !WRITING_TOOLS.includes(call.tool)) return { ...result, decision };
+    const found = await this.#guard.afterCall(
+      call.principal.name,
+      scope.hostRoot,
+      started,
+      settings.scanLimit,
+    );
+    return {
+      ...result,
+      ...(found.note ? { content: `${result.content}\n${found.note}` } : {}),
+      decision,
+      ...(found.autoexec.length ? { autoexec: found.autoexec } : {}),
+      ...(found.gitNeutralised.length ? { gitNeutralised: found.gitNeutralised } : {}),
+      ...(found.unverified.length ? { workspaceUnverified: found.unverified } : {}),
+    };
+  }
+}
