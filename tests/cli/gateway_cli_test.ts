@@ -1,26 +1,13 @@
 /** `coop start` and `coop chat` refuse bad setups with a clear message, never a stack trace. */
+import { runCommand, type RunResult } from "../fixtures/run_command.ts";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
 
 const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
-async function coop(
-  args: string[],
-  stdin = "",
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "--quiet", main, ...args],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(stdin));
-  await writer.close();
-  const out = await child.output();
-  const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+function coop(args: string[], stdin = ""): Promise<RunResult> {
+  return runCommand(Deno.execPath(), ["run", "--allow-all", "--quiet", main, ...args], { stdin });
 }
 
 async function withConfig(text: string, fn: (file: string) => Promise<void>): Promise<void> {

@@ -2,6 +2,7 @@
  * One gateway per state directory: a second `coop start` on it refuses, naming the first one's
  * pid; `coop chat` still runs beside it; once the first stops, the directory is free again.
  */
+import { runCommand } from "../fixtures/run_command.ts";
 import { assertEquals, assertMatch, assertNotIncludes, assertThrows } from "../assert.ts";
 import { lockStateDir, StateLockedError } from "../../src/state/state_lock.ts";
 import { coopToml, httpChannelToml } from "./coop_toml.ts";
@@ -13,22 +14,9 @@ import {
   stopGateway,
 } from "./gateway_process.ts";
 
-async function coop(home: CoopHome, args: string[], stdin = "") {
+function coop(home: CoopHome, args: string[], stdin = "") {
   const [cmd, ...rest] = coopArgv(...args);
-  const child = new Deno.Command(cmd, {
-    args: rest,
-    env: home.env(),
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(stdin));
-  await writer.close();
-  const out = await child.output();
-  const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+  return runCommand(cmd, rest, { stdin, env: home.env(), clearEnv: true });
 }
 
 Deno.test("lockStateDir: a second holder is refused with the first one's pid, until release", async () => {
