@@ -7,7 +7,6 @@
  * namespace, so nothing the command started survives it.
  * @module
  */
-import { Buffer } from "node:buffer";
 import net from "node:net";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
@@ -18,10 +17,11 @@ import { assertHostIdsFree } from "./host_ids.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
-import { RECORD, RECORD_SIZE, type StepName } from "./protocol.ts";
+import type { StepName } from "./protocol.ts";
 import { startSandbox } from "./prestart.ts";
 import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { waitForExit } from "./reaper.ts";
+import { readReport } from "./report.ts";
 import { setupFailure } from "./setup_failure.ts";
 import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/policy_proxy.ts";
 import type { Resolver } from "./proxy/proxy_decision.ts";
@@ -102,44 +102,6 @@ export interface SandboxProcess {
   readonly lib: Trampoline;
   /** The resource limits applied, and by which path. */
   readonly limits: AppliedLimits;
-}
-
-interface Report {
-  setupError?: { step: number; errno: number };
-  execErrno?: number;
-  commandStatus?: number;
-  ready?: { landlockAbi: number; seccomp: boolean };
-}
-
-const REPORT_CHUNK = 4096;
-
-/**
- * Reads the report pipe once the init has been reaped, when every record is in the pipe and
- * the read ends at EOF at once (ffi/spawn.c `coop_read_report`). A synchronous read here
- * saves a `node:net` socket per sandbox, and its events, over watching the pipe all along.
- */
-function readReport(lib: Trampoline, fd: number): Report {
-  const chunks: Uint8Array[] = [];
-  for (;;) {
-    const chunk = new Uint8Array(REPORT_CHUNK);
-    const n = Number(lib.coop_read_report(fd, chunk, BigInt(chunk.length)));
-    if (n <= 0) break;
-    chunks.push(chunk.subarray(0, n));
-    if (n < chunk.length) break;
-  }
-  lib.coop_close(fd);
-  const bytes = Buffer.concat(chunks);
-  const report: Report = {};
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let at = 0; at + RECORD_SIZE <= bytes.length; at += RECORD_SIZE) {
-    const kind = view.getInt32(at, true), a = view.getInt32(at + 4, true);
-    const b = view.getInt32(at + 8, true);
-    if (kind === RECORD.error) report.setupError ??= { step: a, errno: b };
-    else if (kind === RECORD.exec) report.execErrno = a;
-    else if (kind === RECORD.exit) report.commandStatus = a;
-    else if (kind === RECORD.ready) report.ready = { landlockAbi: a, seccomp: b === 1 };
-  }
-  return report;
 }
 
 function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: boolean } {
