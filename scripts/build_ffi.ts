@@ -97,6 +97,7 @@ await run("gcc", [
   `${ffi}/cgroup.c`,
   `${ffi}/drain.c`,
   `${ffi}/beneath.c`,
+  `${ffi}/dir_list.c`,
   `${ffi}/relay.c`,
   `${ffi}/init_blob.S`,
   "-pthread",

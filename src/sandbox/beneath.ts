@@ -5,9 +5,7 @@
  * @module
  */
 import { errnoName } from "./errno.ts";
-import { loadTrampoline } from "./ffi.ts";
-
-const encoder = new TextEncoder();
+import { cString, loadTrampoline } from "./ffi.ts";
 
 /** A confined file operation failed; `code` is the errno name (`EXDEV`: it left the root). */
 export class BeneathError extends Error {
@@ -21,10 +19,6 @@ export class BeneathError extends Error {
     this.code = code;
     this.size = size;
   }
-}
-
-function cString(text: string): Uint8Array {
-  return encoder.encode(`${text}\0`);
 }
 
 function fail(errno: number, what: string, size?: number): never {

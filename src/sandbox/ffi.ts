@@ -28,6 +28,7 @@ const SYMBOLS = {
     result: "i64",
   },
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
+  coop_list_dir: { parameters: ["buffer", "buffer", "i64"], result: "i64" },
   coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
   coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
   coop_relay_reply: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i32" },
@@ -71,6 +72,13 @@ export function libraryPath(): string {
 /** SHA-256 (hex) of the library file: names this exact build, debug builds included. */
 export async function libraryDigest(): Promise<string> {
   return createHash("sha256").update(await Deno.readFile(libraryPath())).digest("hex");
+}
+
+const encoder = new TextEncoder();
+
+/** `text` as a NUL-terminated UTF-8 string for the C side. */
+export function cString(text: string): Uint8Array {
+  return encoder.encode(`${text}\0`);
 }
 
 let loaded: Promise<Trampoline> | undefined;
