@@ -108,8 +108,11 @@ sandboxTest(
         "sh",
         "-c",
         // Each process forks two more and becomes a sleep: the population grows until forks
-        // fail and then stays there, so the peak measures the limit, not the timing.
-        "bomb() { bomb | bomb & exec sleep 100; }; bomb",
+        // fail and then stays there, so the peak measures the limit, not the timing. The
+        // command's own shell forks once, before the bomb exists, then becomes a sleep: had it
+        // run the bomb itself, its second fork could meet a full pids.max and dash would exit
+        // on "Cannot fork", ending the sandbox early (seen in CI under load).
+        "bomb() { bomb | bomb & exec sleep 100; }; (bomb) & exec sleep 100",
       ], {
         timeoutMs: 2500,
       })
