@@ -90,16 +90,18 @@ echo zombies=$zombies; echo last_pid=$(sh -c 'echo $$')`,
 /**
  * R1: a fork bomb under pids 64 is contained and leaves nothing behind.
  *
- * The counting shell forks nothing once the bomb runs: dash exits on a failed fork ("Cannot
- * fork", status 2, nothing printed), and with every slot taken its own `sleep` or `$(…)` loses
- * that race. A walk of `/proc` while the bomb churns counts processes that never coexisted (one
- * reaped behind the walk, one born ahead of it), so each sample freezes the sandbox
- * (`kill -STOP -1`) and counts only once every process is stopped or a zombie — no fork is then
- * in flight — and every listed one is still there after the walk.
+ * Two phases, both in builtins only once the bomb starts (the counting shell's own fork could
+ * lose the race for the last slot, and dash exits on "Cannot fork"):
+ * 1. the bomb runs unobstructed until its first refused fork: its stderr goes to a file and the
+ *    shell polls that file with `read`. Freezing from the start (as this test once did) left the
+ *    bomb so little CPU on a loaded CI machine that it never reached the limit in its second.
+ * 2. the shell samples the count: a walk of `/proc` while the bomb churns counts processes that
+ *    never coexisted (one reaped behind the walk, one born ahead of it), so each sample freezes
+ *    the sandbox (`kill -STOP -1`) and counts only once every process is stopped or a zombie —
+ *    no fork is then in flight — and every listed one is still there after the walk.
  */
 function forkBomb(): Attack {
   const marker = `coop-bomb-${Math.floor(Math.random() * 1e9)}`;
-  // Only builtins once the bomb starts; prints the peak of the settled counts.
   const script = `settled() {
     for p; do
       [ "$p" = /proc/1 ] || [ "$p" = /proc/$$ ] && continue
@@ -107,10 +109,16 @@ function forkBomb(): Attack {
       case $state in T | Z) ;; *) return 1 ;; esac
     done
   }
-  sleep 1 & timer=$!
-  ( b() { b | b & }; b ) &
+  : >/tmp/bomb.err
+  sleep 3 & timer=$!
+  ( b() { b | b & }; b ) 2>/tmp/bomb.err &
+  refused=
+  while [ -z "$refused" ] && kill -0 $timer 2>/dev/null; do
+    read -r refused </tmp/bomb.err
+  done
+  echo "bomb: $refused" >&2
   peak=0 samples=0
-  while kill -0 $timer 2>/dev/null; do
+  while [ $samples -lt 20 ] && kill -0 $timer 2>/dev/null; do
     kill -STOP -1
     tries=0
     while [ $tries -lt 100 ]; do
@@ -136,8 +144,8 @@ function forkBomb(): Attack {
       const out = keyValues(r.stdout);
       const procs = Number(out.procs);
       assert(procs > 0 && procs <= 64, `${procs} processes inside (${out.samples} samples)`);
-      // The limit stopped the bomb (it did not just end): forks were refused inside.
-      assertMatch(r.stderr, /Cannot fork/);
+      // The limit stopped the bomb (it did not just end): its forks were refused inside.
+      assertMatch(r.stderr, /bomb: .*Cannot fork/);
       if (r.limits.path !== "rlimit") assertEquals(r.pidsLimitHit, true);
       assertEquals(hostProcessesWith(marker), [], "every bomb process is gone from the host");
     },
