@@ -7,7 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import { z } from "zod";
 import { isSessionId } from "../state/session_store.ts";
-import { TurnLimitError } from "../gateway/turn_limiter.ts";
+import { TurnRefusedError } from "../errors/turn_refused.ts";
 import { sameSecret } from "../sandbox/secret_compare.ts";
 import { type HttpServer, type HttpServerLimits, serveHttp } from "./http_server.ts";
 import type { TurnHandler } from "../gateway/turn_handler.ts";
@@ -74,14 +74,14 @@ async function readBody(request: Request, limit: number): Promise<Uint8Array | u
 
 function turnFailure(error: unknown): Response {
   const code = (error as { code?: unknown }).code;
-  if (error instanceof TurnLimitError) {
-    // The caller's own cap (ATTACKS R14): safe and useful to name.
-    const { setting, concurrent, queued } = error.limit;
-    return json(429, {
+  if (error instanceof TurnRefusedError) {
+    // Declined before any model call (the caller's own turn cap, ATTACKS R14; a budget): safe
+    // and useful to name. The code loses its `gateway.` prefix like every code of this API.
+    return json(error.httpStatus, {
       error: {
-        code: "too_many_turns",
+        code: error.code.replace(/^[a-z]+\./, ""),
         message: error.message,
-        limit: { setting, concurrent, queued },
+        ...error.details,
       },
     });
   }

@@ -5,7 +5,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { CoopError } from "../errors/coop_error.ts";
+import { TurnRefusedError } from "../errors/turn_refused.ts";
 import type { CoopConfig } from "../config/config.ts";
 import type { Route } from "./router.ts";
 
@@ -40,17 +40,24 @@ export function turnLimitFor(config: Pick<CoopConfig, "agent">, route: Route): T
 }
 
 /** A turn refused because its person already has as many turns running and waiting as allowed. */
-export class TurnLimitError extends CoopError {
+export class TurnLimitError extends TurnRefusedError {
   /** Whose turns (a user name, or `public:<sender>` for an unknown sender). */
   readonly user: string;
   /** The cap that was reached. */
   readonly limit: TurnLimit;
   constructor(user: string, limit: TurnLimit) {
+    const { setting, concurrent, queued } = limit;
     super(
       "gateway.too_many_turns",
-      `too many turns at once: ${limit.concurrent} may run (${limit.setting}) and ` +
-        `${limit.queued} may wait ([agent] max_queued_turns_per_user), and all are taken; ` +
+      `too many turns at once: ${concurrent} may run (${setting}) and ` +
+        `${queued} may wait ([agent] max_queued_turns_per_user), and all are taken; ` +
         "try again when one has finished",
+      {
+        httpStatus: 429,
+        reply: "I am already working on several of your messages; " +
+          "please send this one again when I have answered them.",
+        details: { limit: { setting, concurrent, queued } },
+      },
     );
     this.name = "TurnLimitError";
     this.user = user;
