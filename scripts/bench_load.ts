@@ -182,13 +182,20 @@ async function main(): Promise<void> {
   const gateway = await startGateway(home, { ...tokens, COOP_LOG: "warning" });
   try {
     const pid = gateway.child.pid;
+    const idle = sample(pid);
     const warm = await load(gateway.url, clients, WARMUP_TURNS, () => {});
-    if (warm.failures.length > 0) throw new Error(`warm-up failed: ${warm.failures[0]}`);
+    if (warm.failures.length > 0) {
+      throw new Error(`warm-up failed: ${warm.failures[0]}\n${gateway.stderr().slice(-3000)}`);
+    }
     const before = sample(pid);
     let peak = before;
     const sampler = setInterval(() => {
-      const now = sample(pid);
-      if (now.rssMb > peak.rssMb) peak = now;
+      try {
+        const now = sample(pid);
+        if (now.rssMb > peak.rssMb) peak = now;
+      } catch {
+        clearInterval(sampler); // the gateway exited: the turns fail and say so
+      }
     }, 100);
     const curve: string[] = [];
     const run = await load(gateway.url, clients, turns, (done) => {
@@ -197,6 +204,9 @@ async function main(): Promise<void> {
       }
     });
     clearInterval(sampler);
+    if (run.failures.length === turns) {
+      throw new Error(`every turn failed: ${run.failures[0]}\n${gateway.stderr().slice(-3000)}`);
+    }
     const after = sample(pid);
     await stopGateway(gateway);
     const raw = await rawExec(await baselinePolicy(text, home.dir), clients, RAW_SECONDS);
@@ -213,7 +223,9 @@ async function main(): Promise<void> {
         `${run.failures.length}${run.failures.length ? ` (first: ${run.failures[0]})` : ""}`,
     );
     console.log(
-      `  gateway RSS MB before ${before.rssMb.toFixed(1)}  peak ${peak.rssMb.toFixed(1)}  after ` +
+      `  gateway RSS MB idle ${idle.rssMb.toFixed(1)}  after warm-up ${
+        before.rssMb.toFixed(1)
+      }  peak ${peak.rssMb.toFixed(1)}  after ` +
         `${after.rssMb.toFixed(1)};  fds ${before.fds} → ${after.fds};  threads ` +
         `${before.threads} → ${after.threads}`,
     );

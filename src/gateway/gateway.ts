@@ -22,6 +22,7 @@ import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
+import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
 import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { TurnTaint } from "./turn_taint.ts";
 
@@ -46,6 +47,8 @@ export interface GatewayDependencies {
   provider?: ProviderOptions;
   /** An open state database; default `openStateDb(config.agent.stateDir)`. */
   db?: DatabaseSync;
+  /** How the group commit fsyncs the WAL (tests hold one open and count them). */
+  walSync?: SyncData;
 }
 
 /** A turn as the gateway runs it, from a channel or a cron job. */
@@ -80,6 +83,7 @@ export class Gateway {
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   readonly #db: DatabaseSync;
+  readonly #wal?: WalFlusher;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
   /** The last turn queued per session: turns of one session run one after another. */
@@ -89,7 +93,11 @@ export class Gateway {
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
     this.config = config;
     this.#db = db;
-    this.sessions = new SessionStore(db);
+    // Group commit: a turn's messages are committed without an fsync and the turn awaits one
+    // shared fsync of the WAL, off the event loop, before its reply leaves (docs/sessions.md).
+    const location = db.location();
+    this.#wal = location ? new WalFlusher(location, { syncData: deps.walSync }) : undefined;
+    this.sessions = new SessionStore(db, undefined, this.#wal);
     this.executor = new ToolExecutor(config, {
       memory: new MemoryDatabase(db),
       ...deps.executor,
@@ -173,6 +181,7 @@ export class Gateway {
 
   /** Closes the state database (every message is already committed). */
   close(): void {
+    this.#wal?.close();
     if (this.#db.isOpen) this.#db.close();
   }
 
@@ -234,12 +243,13 @@ export class Gateway {
     const taint = TurnTaint.fromHistory(principal, { channel, ceiling: route.ceiling }, stored);
     const trust = taint.trust;
     // Every message is committed before the turn goes on (a crash of Coop loses at most the
-    // one in progress); it is on disk — fsynced — before the channel acknowledges anything: the
-    // reply's commit syncs all of the turn's, and `sync()` covers a turn that ends otherwise.
-    // Each carries the turn's trust when it completed, so what the turn read taints its session.
+    // one in progress), without an fsync; the turn awaits one shared fsync of the WAL (group
+    // commit, off the event loop) before it returns, so nothing is acknowledged before it is
+    // on disk. Each carries the turn's trust when it completed, so what the turn read taints
+    // its session.
     const persist = (message: ChatMessage) =>
       this.sessions.append(key, toSessionMessage(message, principal.name, taint.trust), {
-        durable: isFinalReply(message),
+        durable: false,
       });
     const started = performance.now();
     log.info("gateway.turn.start", {
@@ -307,14 +317,9 @@ export class Gateway {
       }
       throw error;
     } finally {
-      this.sessions.sync();
+      await this.sessions.flush();
     }
   }
-}
-
-/** The agent loop's last message of a turn that ends with a reply: text and no tool calls. */
-function isFinalReply(message: ChatMessage): boolean {
-  return message.role === "assistant" && message.toolCalls.length === 0;
 }
 
 /** Where the turn's tools see files: the owner's on the host, everyone else's in the sandbox. */
