@@ -16,6 +16,7 @@ export type CommandResult =
 
 /** Result fields only a sandboxed command has. */
 type SandboxOnly =
+  | "cpu"
   | "limits"
   | "oomKilled"
   | "pidsLimitHit"
