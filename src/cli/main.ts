@@ -9,6 +9,7 @@ import { memoryCommand } from "./memory_command.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
 import { startCommand } from "./start_command.ts";
 import { USAGE } from "./usage.ts";
+import { usageCommand } from "./usage_command.ts";
 import { UsageError } from "./usage_error.ts";
 
 async function run(args: string[]): Promise<number> {
@@ -24,6 +25,8 @@ async function run(args: string[]): Promise<number> {
       return await checkCommand(rest);
     case "memory":
       return await memoryCommand(rest);
+    case "usage":
+      return await usageCommand(rest);
     case undefined:
     case "help":
     case "--help":

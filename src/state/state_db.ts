@@ -113,6 +113,24 @@ export const MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 4,
+    description: "usage counters for budgets",
+    sql: `
+      CREATE TABLE usage_turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        person TEXT NOT NULL,
+        group_name TEXT,
+        channel TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        tokens INTEGER NOT NULL DEFAULT 0,
+        sandbox_us INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX usage_by_person ON usage_turns (person, started_at);
+      CREATE INDEX usage_by_group ON usage_turns (group_name, started_at)
+        WHERE group_name IS NOT NULL;
+    `,
+  },
 ];
 
 /** Creates `dir` (and parents) and makes it 0700: only Coop's user may enter it. */
