@@ -18,7 +18,7 @@ import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
 import { UsageError } from "./usage_error.ts";
 import { writeStderr } from "./stderr.ts";
 
-/** Options every state command takes; `strings` and `booleans` name the others. */
+/** A state command's parsed command line: the shared options, its own, its positionals. */
 export interface StateCommandArgs {
   /** The absolute config file. */
   config: string;
@@ -30,7 +30,7 @@ export interface StateCommandArgs {
   positionals: string[];
 }
 
-/** Parses `[--config FILE] [--json]` plus `strings` options; mistakes are `UsageError`s. */
+/** Parses `[--config FILE] [--json]` plus `strings` options; a mistake throws, and `main` prints it with the usage. */
 export function parseStateArgs(
   args: readonly string[],
   strings: readonly string[] = [],
