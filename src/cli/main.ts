@@ -5,9 +5,11 @@
 import { chatCommand } from "./chat_command.ts";
 import { checkCommand } from "./check_command.ts";
 import { setupLogging } from "./logging.ts";
+import { memoryCommand } from "./memory_command.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
 import { startCommand } from "./start_command.ts";
 import { USAGE } from "./usage.ts";
+import { usageCommand } from "./usage_command.ts";
 import { UsageError } from "./usage_error.ts";
 
 async function run(args: string[]): Promise<number> {
@@ -21,6 +23,10 @@ async function run(args: string[]): Promise<number> {
       return await chatCommand(rest);
     case "check":
       return await checkCommand(rest);
+    case "memory":
+      return await memoryCommand(rest);
+    case "usage":
+      return await usageCommand(rest);
     case undefined:
     case "help":
     case "--help":

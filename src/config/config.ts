@@ -5,6 +5,7 @@
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import type { TrustLevel } from "../trust/trust_level.ts";
+import type { Budget } from "./budget_settings.ts";
 import { ConfigError, diagnosticsFromIssues } from "./config_diagnostic.ts";
 import { configSchema, type RawConfig } from "./config_schema.ts";
 import {
@@ -25,6 +26,8 @@ export interface UserConfig {
   sandbox: Partial<SandboxSettings>;
   /** `max_concurrent_turns`: this user's own cap on turns at once, over `[agent]`'s. */
   maxConcurrentTurns?: number;
+  /** `[users.budget]`: turns, tokens and sandbox seconds this user may use. */
+  budget?: Budget;
 }
 
 /** A configured group chat and its trust ceiling. */
@@ -35,6 +38,8 @@ export interface GroupConfig {
   match: readonly string[];
   /** The most trust anyone gets in this group. */
   ceiling: TrustLevel;
+  /** `[groups.budget]`: what all turns in this group chat together may use. */
+  budget?: Budget;
 }
 
 /** Where a cron job's reply goes: the log, or a POST to an HTTP callback. */
@@ -152,8 +157,14 @@ export function parseConfig(
       ...(u.max_concurrent_turns === undefined
         ? {}
         : { maxConcurrentTurns: u.max_concurrent_turns }),
+      ...(u.budget ? { budget: u.budget } : {}),
     })),
-    groups: raw.groups.map((g) => ({ name: g.name, match: g.match, ceiling: g.trust })),
+    groups: raw.groups.map((g) => ({
+      name: g.name,
+      match: g.match,
+      ceiling: g.trust,
+      ...(g.budget ? { budget: g.budget } : {}),
+    })),
     sandbox: {
       enabled,
       workspaceScope: workspace_scope,

@@ -9,6 +9,7 @@ import { cronScheduleProblem } from "./cron_schedule.ts";
 import { matchPatternProblem } from "../trust/match_pattern.ts";
 import { parseAllowEntry } from "../sandbox/mod.ts";
 import { PROVIDER_KINDS } from "./provider_kinds.ts";
+import { budgetSchema } from "./budget_settings.ts";
 
 /** Network modes config accepts (docs/network.md). */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
@@ -161,11 +162,13 @@ export const configSchema = z.strictObject({
     match: z.array(matchPattern).default([]),
     sandbox: sandboxOverridesSchema.optional(),
     max_concurrent_turns: concurrentTurns.optional(),
+    budget: budgetSchema.optional(),
   })).default([]),
   groups: z.array(z.strictObject({
     name: z.string().min(1).optional(),
     match: z.array(matchPattern).min(1, "must list at least one pattern"),
     trust: z.enum(TRUST_LEVELS).default("familiar"),
+    budget: budgetSchema.optional(),
   })).default([]),
   sandbox: sandboxSchema.default({ enabled: true, workspace_scope: "user" }),
   cron: z.array(z.strictObject({

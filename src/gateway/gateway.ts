@@ -25,6 +25,9 @@ import { openStateDb } from "../state/state_db.ts";
 import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
 import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { TurnTaint } from "./turn_taint.ts";
+import { BudgetGate, type TurnMeter } from "./budget_gate.ts";
+import { UsageStore } from "../state/usage_store.ts";
+import { LONGEST_BUDGET_WINDOW_MS } from "../config/budget_settings.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -59,6 +62,8 @@ interface TurnRequest {
   sessionUser: string;
   text: string;
   session?: string;
+  /** The group chat (`IncomingMessage.group`), for its budget. */
+  group?: string;
   cronJob?: CronJobConfig;
   signal?: AbortSignal;
   onEvent?: IncomingMessage["onEvent"];
@@ -82,6 +87,8 @@ export class Gateway {
   readonly sessions: SessionStore;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
+  /** Budgets per person and group chat, counted in the state database. */
+  readonly #budgets: BudgetGate;
   readonly #db: DatabaseSync;
   readonly #wal?: WalFlusher;
   readonly #providerOptions: ProviderOptions;
@@ -103,6 +110,9 @@ export class Gateway {
       ...deps.executor,
     });
     this.#providerOptions = deps.provider ?? {};
+    const usage = new UsageStore(db);
+    usage.prune(LONGEST_BUDGET_WINDOW_MS);
+    this.#budgets = new BudgetGate(config, usage);
   }
 
   /** Opens the state database and builds the executor for `config`. */
@@ -128,6 +138,7 @@ export class Gateway {
       sessionUser: sessionOwner(route, message),
       text: message.text,
       session: message.session,
+      group: message.group,
       signal: message.signal,
       onEvent: message.onEvent,
     });
@@ -193,9 +204,13 @@ export class Gateway {
     // a bounded queue or are refused here, before anything is recorded.
     const limit = turnLimitFor(this.config, request.route);
     let admission: TurnAdmission | undefined;
+    let meter: TurnMeter;
     try {
       admission = limit ? this.#turns.admit(request.sessionUser, limit) : undefined;
+      // A spent budget refuses the turn before any model call; a turn let in counts from now.
+      meter = this.#budgets.admit({ ...request, person: request.sessionUser });
     } catch (error) {
+      admission?.done();
       return Promise.reject(error);
     }
     const controller = new AbortController();
@@ -213,7 +228,7 @@ export class Gateway {
     const start = async () => {
       controller.signal.throwIfAborted();
       await admission?.start(controller.signal);
-      return this.#turn(request, controller.signal);
+      return this.#turn(request, controller.signal, meter);
     };
     const turn = (previous ? previous.then(start, start) : Promise.resolve().then(start)).finally(
       () => {
@@ -230,7 +245,7 @@ export class Gateway {
     return turn;
   }
 
-  async #turn(request: TurnRequest, signal: AbortSignal): Promise<TurnOutcome> {
+  async #turn(request: TurnRequest, signal: AbortSignal, meter: TurnMeter): Promise<TurnOutcome> {
     const { route, channel } = request;
     const { principal, user } = route;
     const key: SessionKey = {
@@ -283,12 +298,18 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob }),
+        executeTool: executorTool(this.executor, {
+          taint,
+          user,
+          cronJob: request.cronJob,
+          onSandboxSeconds: meter.addSandboxSeconds,
+        }),
         maxIterations: this.config.agent.maxIterations,
         maxTokens: this.config.agent.maxTokens,
         signal,
         onEvent: request.onEvent,
         onMessage: persist,
+        onUsage: (usage) => meter.addTokens(usage.inputTokens + usage.outputTokens),
       });
       log.info("gateway.turn.end", {
         event: "gateway.turn.end",

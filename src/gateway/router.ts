@@ -61,6 +61,15 @@ export function sessionOwner(route: Route, origin: MessageOrigin): string {
 /** The ceiling of groups no `[[groups]]` entry matches. */
 export const DEFAULT_GROUP_CEILING: TrustLevel = "familiar";
 
+/** The `[[groups]]` entry whose patterns match group chat `group` on `channel`, if any. */
+export function matchGroup(
+  groups: readonly GroupConfig[],
+  channel: string,
+  group: string,
+): GroupConfig | undefined {
+  return groups.find((g) => g.match.some((p) => patternMatches(p, channel, group)));
+}
+
 /**
  * Identifies the sender of a message. Unmatched terminal senders are the owner when the sandbox
  * is enabled; every other unmatched sender is public.
@@ -68,10 +77,8 @@ export const DEFAULT_GROUP_CEILING: TrustLevel = "familiar";
 export function routeMessage(config: RoutingConfig, origin: MessageOrigin): Route {
   let ceiling: TrustLevel | null = null;
   if (origin.group !== undefined) {
-    const group = config.groups.find((g) =>
-      g.match.some((p) => patternMatches(p, origin.channel, origin.group!))
-    );
-    ceiling = group?.ceiling ?? DEFAULT_GROUP_CEILING;
+    ceiling = matchGroup(config.groups, origin.channel, origin.group)?.ceiling ??
+      DEFAULT_GROUP_CEILING;
   }
   // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named user.
   const exact = config.users.find((u) => u.match.includes(`${origin.channel}:${origin.sender}`));

@@ -47,8 +47,15 @@ export class SandboxPlacement {
     this.#gate = gate;
   }
 
-  /** The command runner for one call in `workspace` under `settings`. */
-  runner(workspace: string, settings: SandboxSettings): CommandRunner {
+  /**
+   * The command runner for one call in `workspace` under `settings`; `onCpuSeconds` receives
+   * each command's measured CPU time (`ExecResult.cpu`).
+   */
+  runner(
+    workspace: string,
+    settings: SandboxSettings,
+    onCpuSeconds?: (seconds: number) => void,
+  ): CommandRunner {
     return async (command, { timeoutMs, signal }) => {
       // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
       for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
@@ -69,8 +76,9 @@ export class SandboxPlacement {
       this.#gateResult ??= this.#gate();
       const refusal = await this.#gateResult;
       if (refusal) throw new ToolError("tool.sandbox_unavailable", refusal);
+      let result: CommandResult;
       try {
-        return await this.#sandbox(policy, ["sh", "-c", command], {
+        result = await this.#sandbox(policy, ["sh", "-c", command], {
           timeoutMs,
           maxOutputBytes: MAX_CAPTURE_BYTES,
           signal,
@@ -83,6 +91,8 @@ export class SandboxPlacement {
           { cause: error },
         );
       }
+      if (result.cpu) onCpuSeconds?.((result.cpu.userMs + result.cpu.systemMs) / 1000);
+      return result;
     };
   }
 }

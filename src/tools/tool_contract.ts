@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { ExecResult } from "../sandbox/mod.ts";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import type { MemoryHit } from "../state/memory_store.ts";
-import type { MemoryStore } from "../trust/trust_level.ts";
+import type { MemoryStoreName } from "../trust/trust_level.ts";
 
 /** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
  * the limit fields are present when it ran in the sandbox. */
@@ -16,6 +16,7 @@ export type CommandResult =
 
 /** Result fields only a sandboxed command has. */
 type SandboxOnly =
+  | "cpu"
   | "limits"
   | "oomKilled"
   | "pidsLimitHit"
@@ -31,9 +32,16 @@ export type CommandRunner = (
 /** The memory stores as one tool call may use them; every method is already authorized. */
 export interface MemoryAccess {
   /** Saves `text` in `store`; throws `ToolError` when this turn may not write there. */
-  write(store: MemoryStore, text: string): { id: number };
+  write(store: MemoryStoreName, text: string): { id: number };
   /** Searches every store this turn may read; `searched` lists them. */
-  search(query: string, limit: number): { searched: readonly MemoryStore[]; hits: MemoryHit[] };
+  search(
+    query: string,
+    limit: number,
+  ): { searched: readonly MemoryStoreName[]; hits: MemoryHit[] };
+  /** Returns memory `id`; throws `ToolError` when there is none this turn may read. */
+  get(id: number): MemoryHit;
+  /** Deletes memory `id`; throws `ToolError` unless this turn may forget it (its own entry). */
+  forget(id: number): void;
 }
 
 /** The directory a tool call may see: its real location and the name the principal uses for it. */

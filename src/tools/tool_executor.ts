@@ -64,6 +64,8 @@ export interface ToolCall {
   args: unknown;
   /** Aborted when the turn is cancelled: a running command is killed. */
   signal?: AbortSignal;
+  /** Receives the measured CPU seconds of each sandboxed command the call ran (budgets). */
+  onSandboxSeconds?: (seconds: number) => void;
 }
 
 /** A tool result plus the authorization decision behind it. */
@@ -200,7 +202,7 @@ export class ToolExecutor {
       runCommand: call.tool === "bash"
         ? (onHost
           ? this.#host.runner(scope.hostRoot)
-          : this.#sandbox.runner(scope.hostRoot, settings))
+          : this.#sandbox.runner(scope.hostRoot, settings, call.onSandboxSeconds))
         : undefined,
     };
     const started = Date.now();

@@ -4,7 +4,12 @@
  */
 import { bashTool } from "./bash_tool.ts";
 import { editFileTool } from "./edit_file_tool.ts";
-import { memorySearchTool, memoryWriteTool } from "./memory_tools.ts";
+import {
+  memoryForgetTool,
+  memoryGetTool,
+  memorySearchTool,
+  memoryWriteTool,
+} from "./memory_tools.ts";
 import { readFileTool } from "./read_file_tool.ts";
 import type { Tool } from "./tool_contract.ts";
 import type { ToolName } from "../trust/tool_names.ts";
@@ -18,4 +23,6 @@ export const BUILTIN_TOOLS: Readonly<Record<ToolName, Tool>> = {
   edit_file: editFileTool,
   memory_search: memorySearchTool,
   memory_write: memoryWriteTool,
+  memory_get: memoryGetTool,
+  memory_forget: memoryForgetTool,
 };

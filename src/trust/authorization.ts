@@ -3,12 +3,12 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { ToolName } from "./tool_names.ts";
+import { MEMORY_TOOLS, type ToolName } from "./tool_names.ts";
 import {
   atLeast,
   leastTrusted,
-  MEMORY_STORES,
   type MemoryStore,
+  type MemoryStoreName,
   memoryStoresFor,
   memoryWritableStoresFor,
   type TrustLevel,
@@ -53,10 +53,26 @@ export type ConfigSection =
 export type Action =
   | { kind: "route_message" }
   | { kind: "tool"; tool: ToolName }
-  | { kind: "memory_read"; store: MemoryStore }
-  | { kind: "memory_write"; store: MemoryStore }
+  | { kind: "memory_read"; store: MemoryStoreName; person?: string }
+  | { kind: "memory_write"; store: MemoryStoreName; person?: string }
+  | { kind: "memory_forget"; entry: MemoryEntryRef }
   | { kind: "config_change"; section: ConfigSection }
   | { kind: "cron_create" };
+
+/**
+ * A stored memory as `memory_read`/`memory_forget` decide about it. `person` names whose
+ * personal store holds it (only for `personal`); `author` and `trust` are the turn that wrote it.
+ */
+export interface MemoryEntryRef {
+  /** The store it lives in. */
+  store: MemoryStoreName;
+  /** Whose personal store it is in (`personal` only). */
+  person?: string;
+  /** The principal whose turn wrote it. */
+  author: string;
+  /** The effective trust of that turn. */
+  trust: TrustLevel;
+}
 
 /** Where an allowed action runs: on the host or inside the sandbox. */
 export type Placement = "host" | "sandbox" | "gateway";
@@ -104,11 +120,55 @@ function decideMemory(
     : deny(`memory.${store}.write_down`, trust);
 }
 
+/**
+ * The personal store of `person`: its readers are that person and the owner, both at least as
+ * trusted as any turn of that person, so a write is never a write-down. Its text reaches only
+ * the chat the turn answers: a group hears it too, so a group turn neither reads nor writes it.
+ */
+function decidePersonal(
+  kind: "memory_read" | "memory_write",
+  person: string | undefined,
+  principal: Principal,
+  situation: Pick<Situation, "ceiling">,
+  trust: TrustLevel,
+): Decision {
+  if (trust === "public") return deny("memory.personal.denied", trust);
+  if (person === undefined) return deny("memory.personal.no_person", trust);
+  if (situation.ceiling !== null) return deny("memory.personal.group_chat", trust);
+  if (person === principal.name) return allow(`memory.personal.own_${kind.slice(7)}`, trust);
+  // The owner may read everyone's (their own agent, their own machine), never write into it.
+  if (kind === "memory_read" && trust === "owner") {
+    return allow("memory.personal.owner_reads", trust);
+  }
+  return deny("memory.personal.not_yours", trust);
+}
+
+/**
+ * Forgetting a memory: only its author, only where the turn may read it, and only from a turn
+ * at least as trusted as the one that wrote it — so text a lowered (possibly injected) turn read
+ * cannot make it erase what its person wrote at full trust.
+ */
+function decideForget(
+  entry: MemoryEntryRef,
+  principal: Principal,
+  situation: Pick<Situation, "ceiling">,
+  trust: TrustLevel,
+): Decision {
+  if (entry.author !== principal.name) return deny("memory.forget.not_author", trust);
+  const read = entry.store === "personal"
+    ? decidePersonal("memory_read", entry.person, principal, situation, trust)
+    : decideMemory("memory_read", entry.store, trust);
+  if (!read.allowed) return deny(`memory.forget.${read.rule}`, trust);
+  return atLeast(trust, entry.trust)
+    ? allow("memory.forget.own_entry", trust)
+    : deny("memory.forget.less_trusted_than_author", trust);
+}
+
 function decideTool(tool: ToolName, trust: TrustLevel, sandboxEnabled: boolean): Decision {
-  // Memory tools run in the gateway; each store they touch is authorized again per call.
-  if (tool === "memory_search" || tool === "memory_write") {
-    const kind = tool === "memory_search" ? "memory_read" : "memory_write";
-    return MEMORY_STORES.some((store) => decideMemory(kind, store, trust).allowed)
+  // Memory tools run in the gateway; each store and entry they touch is authorized again per
+  // call. Everyone but public has a store (their personal one, at least outside groups).
+  if (MEMORY_TOOLS.includes(tool)) {
+    return trust !== "public"
       ? allow(`tool.${tool}.some_store`, trust)
       : deny(`tool.${tool}.no_store`, trust);
   }
@@ -141,7 +201,11 @@ export function decide(principal: Principal, situation: Situation, action: Actio
       return decideTool(action.tool, trust, situation.sandboxEnabled);
     case "memory_read":
     case "memory_write":
-      return decideMemory(action.kind, action.store, trust);
+      return action.store === "personal"
+        ? decidePersonal(action.kind, action.person, principal, situation, trust)
+        : decideMemory(action.kind, action.store, trust);
+    case "memory_forget":
+      return decideForget(action.entry, principal, situation, trust);
     case "config_change":
       return trust === "owner"
         ? allow("config.owner_only", trust)

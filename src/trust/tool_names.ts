@@ -11,13 +11,23 @@ export const TOOL_NAMES = [
   "edit_file",
   "memory_search",
   "memory_write",
+  "memory_get",
+  "memory_forget",
 ] as const;
 
 /** The name of a built-in tool. */
 export type ToolName = (typeof TOOL_NAMES)[number];
 
+/** The memory tools: each store and entry they touch is authorized again per call. */
+export const MEMORY_TOOLS: readonly ToolName[] = [
+  "memory_search",
+  "memory_write",
+  "memory_get",
+  "memory_forget",
+];
+
 /** Tools that run in the gateway itself (no workspace, no sandbox). */
-export const GATEWAY_TOOL_NAMES: readonly ToolName[] = ["memory_search", "memory_write"];
+export const GATEWAY_TOOL_NAMES: readonly ToolName[] = MEMORY_TOOLS;
 
 /** Returns true when `name` is a built-in tool. */
 export function isToolName(name: unknown): name is ToolName {

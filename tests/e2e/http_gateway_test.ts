@@ -53,6 +53,8 @@ for (const format of [ANTHROPIC, OPENAI]) {
             "read_file",
             "memory_search",
             "memory_write",
+            "memory_get",
+            "memory_forget",
           ]);
           assertEquals(carol.json.tools, [{ name: "bash", sandboxed: false, exitCode: null }]);
           const refusal = JSON.stringify(format.messages(server.requests[3].body).at(-1));
