@@ -12,7 +12,7 @@ import { type ProviderOptions, selectModel } from "../agent/provider_registry.ts
 import { CoopError } from "../errors/coop_error.ts";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
-import type { IncomingMessage, TurnOutcome } from "./turn_handler.ts";
+import type { IncomingMessage, OutgoingFile, TurnOutcome } from "./turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
@@ -265,6 +265,7 @@ export class Gateway {
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
+    const files: OutgoingFile[] = [];
     try {
       const result = await runTurn({
         provider,
@@ -273,7 +274,7 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob }),
+        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob, files }),
         maxIterations: this.config.agent.maxIterations,
         maxTokens: this.config.agent.maxTokens,
         signal,
@@ -293,7 +294,12 @@ export class Gateway {
       if (result.stopReason === "cancelled" && signal.reason instanceof GatewayError) {
         throw signal.reason;
       }
-      return { reply: result.reply, session: key.session, tools: result.tools };
+      return {
+        reply: result.reply,
+        session: key.session,
+        tools: result.tools,
+        ...(files.length ? { files } : {}),
+      };
     } catch (error) {
       if (error instanceof TurnError) {
         log.error("gateway.turn.failed {code}: {message}", {
