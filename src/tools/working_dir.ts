@@ -38,7 +38,13 @@ export async function resolveWorkingDir(
     if (error.code === "tool.invalid_path" && requested.split("/").includes("..")) {
       throw outside('".." leaves it');
     }
-    if (error.code === "tool.path_outside_scope") throw outside("that path is not below it");
+    if (error.code === "tool.path_outside_scope") {
+      const lexicallyInside = !requested.startsWith("/") ||
+        isInside(requested, scope.visibleRoot) || isInside(requested, scope.hostRoot);
+      throw outside(
+        lexicallyInside ? "a symbolic link leads out of it" : "that path is not below it",
+      );
+    }
     throw new ToolError("tool.invalid_arguments", `${tool}: working_dir: ${error.message}`);
   }
   const realRoot = await Deno.realPath(scope.hostRoot);
