@@ -18,7 +18,7 @@ import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
-import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
+import { type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
@@ -102,18 +102,17 @@ export class Gateway {
     return new Gateway(config, deps.db ?? openStateDb(config.agent.stateDir), deps);
   }
 
-  /** Who a channel sender is; `[channels.terminal] user` names the terminal's user outright. */
-  route(channel: string, sender: string): Route {
-    const terminalUser = this.config.channels.terminal?.user;
-    const user = channel === "terminal" && terminalUser
-      ? this.config.users.find((u) => u.name === terminalUser)
-      : undefined;
-    return user ? routeUser(user) : routeMessage(this.config, { channel, sender });
+  /**
+   * Who a channel sender is, in which chat (`routeSender`: `[channels.terminal] user` names
+   * the terminal's user outright; a group's ceiling applies).
+   */
+  route(channel: string, sender: string, group?: string): Route {
+    return routeSender(this.config, { channel, sender, group });
   }
 
   /** The channels' turn handler: routes the sender and runs the turn. */
   handle = (message: IncomingMessage): Promise<TurnOutcome> => {
-    const route = this.route(message.channel, message.sender);
+    const route = this.route(message.channel, message.sender, message.group);
     return this.#run({
       channel: message.channel,
       route,

@@ -39,6 +39,24 @@ export interface Route {
   reason: "matched" | "terminal_default_owner" | "unmatched_public";
 }
 
+/** What `routeSender` needs: routing config plus `[channels.terminal] user`. */
+export interface SenderRoutingConfig extends RoutingConfig {
+  /** `[channels]`, for the terminal's configured user. */
+  channels: { terminal?: { user?: string } };
+}
+
+/**
+ * Who a channel sender is, as the gateway routes every message: `[channels.terminal] user`
+ * names the terminal's user outright; everyone else goes through `routeMessage`.
+ */
+export function routeSender(config: SenderRoutingConfig, origin: MessageOrigin): Route {
+  const terminalUser = config.channels.terminal?.user;
+  const user = origin.channel === "terminal" && terminalUser
+    ? config.users.find((u) => u.name === terminalUser)
+    : undefined;
+  return user ? routeUser(user) : routeMessage(config, origin);
+}
+
 /** The route of a configured user addressed by name (cron jobs, `[channels.terminal] user`). */
 export function routeUser(user: UserConfig): Route {
   return {
@@ -61,18 +79,34 @@ export function sessionOwner(route: Route, origin: MessageOrigin): string {
 /** The ceiling of groups no `[[groups]]` entry matches. */
 export const DEFAULT_GROUP_CEILING: TrustLevel = "familiar";
 
+/** The `[[groups]]` entry a group chat matches, if any. */
+export function matchingGroup(
+  config: Pick<RoutingConfig, "groups">,
+  channel: string,
+  group: string,
+): GroupConfig | undefined {
+  return config.groups.find((g) => g.match.some((p) => patternMatches(p, channel, group)));
+}
+
+/**
+ * The trust ceiling of a chat: null in a direct chat, else its `[[groups]]` entry's, or
+ * `DEFAULT_GROUP_CEILING` for a group no entry matches.
+ */
+export function chatCeiling(
+  config: Pick<RoutingConfig, "groups">,
+  channel: string,
+  group: string | undefined,
+): TrustLevel | null {
+  if (group === undefined) return null;
+  return matchingGroup(config, channel, group)?.ceiling ?? DEFAULT_GROUP_CEILING;
+}
+
 /**
  * Identifies the sender of a message. Unmatched terminal senders are the owner when the sandbox
  * is enabled; every other unmatched sender is public.
  */
 export function routeMessage(config: RoutingConfig, origin: MessageOrigin): Route {
-  let ceiling: TrustLevel | null = null;
-  if (origin.group !== undefined) {
-    const group = config.groups.find((g) =>
-      g.match.some((p) => patternMatches(p, origin.channel, origin.group!))
-    );
-    ceiling = group?.ceiling ?? DEFAULT_GROUP_CEILING;
-  }
+  const ceiling = chatCeiling(config, origin.channel, origin.group);
   // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named user.
   const exact = config.users.find((u) => u.match.includes(`${origin.channel}:${origin.sender}`));
   const user = exact ??
