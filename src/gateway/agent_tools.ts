@@ -37,6 +37,9 @@ export function allowedTools(
   }));
 }
 
+/** Files one turn may send (`send_file`); each is capped by `[agent] max_send_file_size`. */
+export const MAX_FILES_PER_TURN = 10;
+
 /** One turn as its tool calls need it: the taint carries the principal and the situation. */
 export interface TurnBinding
   extends Omit<ToolCall, "tool" | "args" | "signal" | "principal" | "situation"> {
@@ -62,7 +65,19 @@ export function executorTool(executor: ToolExecutor, turn: TurnBinding): Execute
       args,
       signal,
     });
-    if (outcome.file && !outcome.isError) files?.push(outcome.file);
+    if (outcome.file && !outcome.isError && files) {
+      // A turn holds what it sends in memory until the reply goes out: bound how much.
+      if (files.length >= MAX_FILES_PER_TURN) {
+        return {
+          content: `send_file: this turn already sends ${MAX_FILES_PER_TURN} files, the most ` +
+            "one reply carries; nothing more was added",
+          isError: true,
+          sandboxed: false,
+          exitCode: null,
+        };
+      }
+      files.push(outcome.file);
+    }
     const lowered = outcome.memoryRead ? taint.read(outcome.memoryRead) : [];
     const ran = outcome.decision?.allowed === true;
     const note = taintNote(outcome, lowered.length > 0, taint);

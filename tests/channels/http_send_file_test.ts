@@ -7,6 +7,7 @@ import { assertEquals, assertMatch } from "../assert.ts";
 import { createHttpHandler } from "../../src/channels/http_channel.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
+import { MAX_FILES_PER_TURN } from "../../src/gateway/agent_tools.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { coopToml } from "../e2e/coop_toml.ts";
@@ -64,6 +65,34 @@ Deno.test("http: a file send_file sends arrives in the response, inline as base6
         assertEquals(refused.json.files, undefined, "nothing sent");
         const result = JSON.stringify(format.messages(server.requests[3].body).at(-1));
         assertMatch(result, /must not contain/);
+      } finally {
+        gateway.close();
+      }
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("gateway: one turn sends at most MAX_FILES_PER_TURN files; more are tool errors", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-sendfile-" }));
+  const calls = Array.from(
+    { length: MAX_FILES_PER_TURN + 1 },
+    (_, i) => format.toolCall(`t${i}`, "send_file", ['{"path": "a.txt"}']),
+  );
+  try {
+    await withScriptedServer([...calls, format.text(["sent"])], async (server) => {
+      const text = coopToml({ kind: "anthropic", baseUrl: server.url }).replaceAll("{{dir}}", dir);
+      const gateway = Gateway.open(parseConfig(text, join(dir, "coop.toml"), dir), {
+        executor: { env: {}, sandbox: () => Promise.reject(new Error("no command runs")) },
+      });
+      try {
+        await Deno.mkdir(join(dir, "workspace", "bob"), { recursive: true });
+        await Deno.writeTextFile(join(dir, "workspace", "bob", "a.txt"), "a");
+        const outcome = await gateway.handle({ channel: "http", sender: "bob", text: "go" });
+        assertEquals(outcome.files?.length, MAX_FILES_PER_TURN);
+        const last = JSON.stringify(format.messages(server.requests.at(-1)!.body).at(-1));
+        assertMatch(last, /already sends 10 files/);
       } finally {
         gateway.close();
       }
