@@ -4,6 +4,7 @@
  */
 import { chatCommand } from "./chat_command.ts";
 import { checkCommand } from "./check_command.ts";
+import { explainCommand } from "./explain_command.ts";
 import { setupLogging } from "./logging.ts";
 import { memoryCommand } from "./memory_command.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
@@ -27,6 +28,8 @@ async function run(args: string[]): Promise<number> {
       return await memoryCommand(rest);
     case "usage":
       return await usageCommand(rest);
+    case "explain":
+      return await explainCommand(rest);
     case undefined:
     case "help":
     case "--help":

@@ -6,6 +6,8 @@ export const USAGE = `Usage:
   coop usage   [--config FILE] [--json]        each person's consumption against budgets
   coop memory list [--user NAME] [--store S] [--config FILE] [--json]
   coop memory rm ID [--config FILE]           the owner's view of every memory
+  coop explain (--user NAME | --channel C --sender ID) [--channel C] [--group G] [--json]
+               [--config FILE]                 what that person can do, and why
   coop sandbox status [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...

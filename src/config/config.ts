@@ -80,6 +80,8 @@ export interface CoopConfig {
     maxConcurrentTurnsPerUser: number;
     /** Turns of one person that may wait beyond those; more are refused. */
     maxQueuedTurnsPerUser: number;
+    /** Largest file `send_file` sends to a chat (`max_send_file_size`). */
+    maxSendFileBytes: number;
   };
   /** `[[users]]`. */
   users: readonly UserConfig[];
@@ -148,6 +150,7 @@ export function parseConfig(
       maxTokens: raw.agent.max_tokens,
       maxConcurrentTurnsPerUser: raw.agent.max_concurrent_turns_per_user,
       maxQueuedTurnsPerUser: raw.agent.max_queued_turns_per_user,
+      maxSendFileBytes: raw.agent.max_send_file_size,
     },
     users: raw.users.map((u) => ({
       name: u.name,

@@ -4,7 +4,13 @@
  */
 import { z } from "zod";
 import { TRUST_LEVELS } from "../trust/trust_level.ts";
-import { memorySize, timeoutDuration, tmpSize } from "./config_units.ts";
+import {
+  DEFAULT_MAX_SEND_FILE_BYTES,
+  memorySize,
+  sendFileSize,
+  timeoutDuration,
+  tmpSize,
+} from "./config_units.ts";
 import { cronScheduleProblem } from "./cron_schedule.ts";
 import { matchPatternProblem } from "../trust/match_pattern.ts";
 import { parseAllowEntry } from "../sandbox/mod.ts";
@@ -155,6 +161,7 @@ export const configSchema = z.strictObject({
     workspace: z.string().min(1, "must not be empty").optional(),
     state_dir: z.string().min(1, "must not be empty").optional(),
     ...turnLimitShape,
+    max_send_file_size: sendFileSize.default(DEFAULT_MAX_SEND_FILE_BYTES),
   }).prefault({}),
   users: z.array(z.strictObject({
     name,

@@ -99,3 +99,14 @@ export const tmpSize: UnitSchema = converted(
   MAX_TMP_SIZE_BYTES,
   "0 would mean no limit at all",
 );
+
+/** Default `max_send_file_size`: 10 MiB. */
+export const DEFAULT_MAX_SEND_FILE_BYTES = 10 * 2 ** 20;
+
+/** `max_send_file_size`: one file `send_file` sends; messengers take at most tens of MiB. */
+export const sendFileSize: UnitSchema = converted(
+  SIZE,
+  1,
+  2 ** 30,
+  "one file goes into one chat message",
+);

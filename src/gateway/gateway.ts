@@ -12,13 +12,13 @@ import { type ProviderOptions, selectModel } from "../agent/provider_registry.ts
 import { CoopError } from "../errors/coop_error.ts";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
-import type { IncomingMessage, TurnOutcome } from "./turn_handler.ts";
+import type { IncomingMessage, OutgoingFile, TurnOutcome } from "./turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
-import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
+import { type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
@@ -120,18 +120,17 @@ export class Gateway {
     return new Gateway(config, deps.db ?? openStateDb(config.agent.stateDir), deps);
   }
 
-  /** Who a channel sender is; `[channels.terminal] user` names the terminal's user outright. */
-  route(channel: string, sender: string): Route {
-    const terminalUser = this.config.channels.terminal?.user;
-    const user = channel === "terminal" && terminalUser
-      ? this.config.users.find((u) => u.name === terminalUser)
-      : undefined;
-    return user ? routeUser(user) : routeMessage(this.config, { channel, sender });
+  /**
+   * Who a channel sender is, in which chat (`routeSender`: `[channels.terminal] user` names
+   * the terminal's user outright; a group's ceiling applies).
+   */
+  route(channel: string, sender: string, group?: string): Route {
+    return routeSender(this.config, { channel, sender, group });
   }
 
   /** The channels' turn handler: routes the sender and runs the turn. */
   handle = (message: IncomingMessage): Promise<TurnOutcome> => {
-    const route = this.route(message.channel, message.sender);
+    const route = this.route(message.channel, message.sender, message.group);
     return this.#run({
       channel: message.channel,
       route,
@@ -290,6 +289,7 @@ export class Gateway {
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
+    const files: OutgoingFile[] = [];
     try {
       const result = await runTurn({
         provider,
@@ -303,6 +303,7 @@ export class Gateway {
           user,
           cronJob: request.cronJob,
           onSandboxSeconds: meter.addSandboxSeconds,
+          files,
         }),
         maxIterations: this.config.agent.maxIterations,
         maxTokens: this.config.agent.maxTokens,
@@ -324,7 +325,12 @@ export class Gateway {
       if (result.stopReason === "cancelled" && signal.reason instanceof GatewayError) {
         throw signal.reason;
       }
-      return { reply: result.reply, session: key.session, tools: result.tools };
+      return {
+        reply: result.reply,
+        session: key.session,
+        tools: result.tools,
+        ...(files.length ? { files } : {}),
+      };
     } catch (error) {
       if (error instanceof TurnError) {
         log.error("gateway.turn.failed {code}: {message}", {

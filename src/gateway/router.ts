@@ -39,6 +39,24 @@ export interface Route {
   reason: "matched" | "terminal_default_owner" | "unmatched_public";
 }
 
+/** What `routeSender` needs: routing config plus `[channels.terminal] user`. */
+export interface SenderRoutingConfig extends RoutingConfig {
+  /** `[channels]`, for the terminal's configured user. */
+  channels: { terminal?: { user?: string } };
+}
+
+/**
+ * Who a channel sender is, as the gateway routes every message: `[channels.terminal] user`
+ * names the terminal's user outright; everyone else goes through `routeMessage`.
+ */
+export function routeSender(config: SenderRoutingConfig, origin: MessageOrigin): Route {
+  const terminalUser = config.channels.terminal?.user;
+  const user = origin.channel === "terminal" && terminalUser
+    ? config.users.find((u) => u.name === terminalUser)
+    : undefined;
+  return user ? routeUser(user) : routeMessage(config, origin);
+}
+
 /** The route of a configured user addressed by name (cron jobs, `[channels.terminal] user`). */
 export function routeUser(user: UserConfig): Route {
   return {
@@ -71,15 +89,24 @@ export function matchGroup(
 }
 
 /**
+ * The trust ceiling of a chat: null in a direct chat, else its `[[groups]]` entry's, or
+ * `DEFAULT_GROUP_CEILING` for a group no entry matches.
+ */
+export function chatCeiling(
+  config: Pick<RoutingConfig, "groups">,
+  channel: string,
+  group: string | undefined,
+): TrustLevel | null {
+  if (group === undefined) return null;
+  return matchGroup(config.groups, channel, group)?.ceiling ?? DEFAULT_GROUP_CEILING;
+}
+
+/**
  * Identifies the sender of a message. Unmatched terminal senders are the owner when the sandbox
  * is enabled; every other unmatched sender is public.
  */
 export function routeMessage(config: RoutingConfig, origin: MessageOrigin): Route {
-  let ceiling: TrustLevel | null = null;
-  if (origin.group !== undefined) {
-    ceiling = matchGroup(config.groups, origin.channel, origin.group)?.ceiling ??
-      DEFAULT_GROUP_CEILING;
-  }
+  const ceiling = chatCeiling(config, origin.channel, origin.group);
   // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named user.
   const exact = config.users.find((u) => u.match.includes(`${origin.channel}:${origin.sender}`));
   const user = exact ??

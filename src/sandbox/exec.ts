@@ -27,6 +27,8 @@ export interface ExecOptions {
   stdin?: string | Uint8Array;
   /** Extra environment variables for this command. */
   env?: Record<string, string>;
+  /** Working directory inside the sandbox: `/work` or a path below it (default `/work`). */
+  cwd?: string;
   /** Cap on each of stdout and stderr; the rest is drained and dropped. Default 1 MiB. */
   maxOutputBytes?: number;
   /**
@@ -137,6 +139,7 @@ export async function exec(
   const started = performance.now();
   const child = await spawnSandboxed(policy, argv, {
     env: options.env,
+    cwd: options.cwd,
     stdin: options.stdin !== undefined,
     failAt: options.failAt,
     timeoutMs,

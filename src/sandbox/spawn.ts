@@ -39,6 +39,8 @@ const END_GRACE_MS = 2000;
 export interface SpawnOptions {
   /** Extra environment variables (added to the allowlisted base). */
   env?: Record<string, string>;
+  /** Working directory inside the sandbox: `/work` or a path below it (default `/work`). */
+  cwd?: string;
   /** Give the command a stdin pipe; otherwise it reads EOF. */
   stdin?: boolean;
   /** Fail this setup step on purpose (tests of the error path). */
@@ -210,6 +212,7 @@ export async function spawnWorkspaceAsGiven(
   try {
     spec = buildSpec(policy, argv, {
       env: options.env,
+      cwd: options.cwd,
       failAt: options.failAt,
       rlimits: limits.rlimits,
       proxy: proxy ?? undefined,

@@ -23,10 +23,28 @@ type SandboxOnly =
   | "proxyDenials"
   | "proxyRefusedConnections";
 
+/** How one command runs, besides what it runs. */
+export interface CommandOptions {
+  /** Wall-clock limit. */
+  timeoutMs: number;
+  /** Kills the command when aborted. */
+  signal?: AbortSignal;
+  /**
+   * The working directory as a path below the scope root (`""` or absent: the root itself),
+   * already resolved and checked by `resolveWorkingDir`.
+   */
+  workingDir?: string;
+  /** Extra environment variables (`exec`), names already checked by `dangerousEnvProblem`. */
+  env?: Record<string, string>;
+}
+
 /** Runs a shell command where the caller's trust says it must run (host or sandbox). */
-export type CommandRunner = (
-  command: string,
-  options: { timeoutMs: number; signal?: AbortSignal },
+export type CommandRunner = (command: string, options: CommandOptions) => Promise<CommandResult>;
+
+/** Runs a program with its arguments, no shell, where the caller's trust says it must run. */
+export type ArgvRunner = (
+  argv: readonly string[],
+  options: CommandOptions,
 ) => Promise<CommandResult>;
 
 /** The memory stores as one tool call may use them; every method is already authorized. */
@@ -64,6 +82,10 @@ export interface ToolContext {
   scope: PathScope;
   /** Runs `bash` commands in the right place; absent for principals without `bash`. */
   runCommand?: CommandRunner;
+  /** Runs `exec` programs in the right place; absent for principals without `exec`. */
+  runArgv?: ArgvRunner;
+  /** Largest file `send_file` sends (`[agent] max_send_file_size`); default 10 MiB. */
+  maxSendFileBytes?: number;
   /** The memory stores, gated for this turn; absent when memory is not configured. */
   memory?: MemoryAccess;
   /** Default `bash` timeout when the model gives none. */
@@ -84,6 +106,18 @@ export interface ToolResult {
   content: string;
   /** The command's exit code, for tools that run one (`bash`). */
   exitCode?: number;
+  /** A file to send to the caller's chat after the reply (`send_file`). */
+  file?: ToolFile;
+}
+
+/** A file a tool hands to the gateway for the chat (the gateway's `OutgoingFile`). */
+export interface ToolFile {
+  /** The file's name without its directory. */
+  name: string;
+  /** Its media type, e.g. `text/plain`. */
+  mediaType: string;
+  /** Its content. */
+  bytes: Uint8Array;
 }
 
 /** A tool the agent can call. */

@@ -174,16 +174,19 @@ function decideTool(tool: ToolName, trust: TrustLevel, sandboxEnabled: boolean):
   }
   // Only the owner leaves the sandbox; everyone else runs inside it or not at all.
   const placement: Placement = trust === "owner" ? "host" : "sandbox";
-  if (tool === "bash") {
-    if (trust === "owner") return allow("tool.bash.owner_host", trust, "host");
-    if (!atLeast(trust, "inner")) return deny("tool.bash.needs_inner", trust);
-    if (!sandboxEnabled) return deny("tool.bash.sandbox_disabled", trust);
-    return allow("tool.bash.sandboxed", trust, "sandbox");
+  // `exec` is `bash` without the shell: the same trust, the same place, the same limits.
+  if (tool === "bash" || tool === "exec") {
+    if (trust === "owner") return allow(`tool.${tool}.owner_host`, trust, "host");
+    if (!atLeast(trust, "inner")) return deny(`tool.${tool}.needs_inner`, trust);
+    if (!sandboxEnabled) return deny(`tool.${tool}.sandbox_disabled`, trust);
+    return allow(`tool.${tool}.sandboxed`, trust, "sandbox");
   }
-  if (tool === "read_file") {
+  // Sending a file shows it to the caller, like reading it: the same trust as `read_file`.
+  if (tool === "read_file" || tool === "send_file") {
+    const name = tool === "read_file" ? "read" : tool;
     return atLeast(trust, "familiar")
-      ? allow("tool.read.familiar_or_better", trust, placement)
-      : deny("tool.read.needs_familiar", trust);
+      ? allow(`tool.${name}.familiar_or_better`, trust, placement)
+      : deny(`tool.${name}.needs_familiar`, trust);
   }
   return atLeast(trust, "inner")
     ? allow("tool.write.inner_or_better", trust, placement)

@@ -6,9 +6,11 @@
 /** Names of the built-in tools. */
 export const TOOL_NAMES = [
   "bash",
+  "exec",
   "read_file",
   "write_file",
   "edit_file",
+  "send_file",
   "memory_search",
   "memory_write",
   "memory_get",
@@ -28,6 +30,9 @@ export const MEMORY_TOOLS: readonly ToolName[] = [
 
 /** Tools that run in the gateway itself (no workspace, no sandbox). */
 export const GATEWAY_TOOL_NAMES: readonly ToolName[] = MEMORY_TOOLS;
+
+/** Tools that run a program in the caller's place (host for the owner, else the sandbox). */
+export const COMMAND_TOOL_NAMES: readonly ToolName[] = ["bash", "exec"];
 
 /** Returns true when `name` is a built-in tool. */
 export function isToolName(name: unknown): name is ToolName {

@@ -51,6 +51,7 @@ for (const format of [ANTHROPIC, OPENAI]) {
           assertEquals(carol.status, 200, JSON.stringify(carol.json));
           assertEquals(format.toolNames(server.requests[2].body), [
             "read_file",
+            "send_file",
             "memory_search",
             "memory_write",
             "memory_get",

@@ -245,13 +245,13 @@ Deno.test("executor: memory tools are offered only to principals who may use the
     }
     deepStrictEqual(
       executor.toolsFor({ name: "u", trust: "familiar" }, direct).map((t) => t.name),
-      ["read_file", "memory_search", "memory_write", "memory_get", "memory_forget"],
+      ["read_file", "send_file", "memory_search", "memory_write", "memory_get", "memory_forget"],
     );
     return Promise.resolve();
   });
   await withExecutor(false, (executor) => {
     const names = executor.toolsFor({ name: "u", trust: "owner" }, direct).map((t) => t.name);
-    deepStrictEqual(names, ["bash", "read_file", "write_file", "edit_file"]);
+    deepStrictEqual(names, ["bash", "exec", "read_file", "write_file", "edit_file", "send_file"]);
     return Promise.resolve();
   });
 });

@@ -30,26 +30,26 @@ const ACTIONS: ReadonlyArray<[string, Action]> = [
 // A allowed (in the gateway), H allowed on the host, S allowed in the sandbox, - denied.
 // Memory writes follow "no write-down" (docs/memory.md): below the owner, a turn writes only the
 // store whose least trusted reader is exactly its own trust.
-//        route bash read write edit msrch mwrt mget mfgt r:priv r:sh r:soc w:priv w:sh w:soc cfg:u cfg:a cron
+//        route bash exec read write edit send msrch mwrt mget mfgt r:priv r:sh r:soc w:priv w:sh w:soc cfg:u cfg:a cron
 const EXPECTED_SANDBOX_ON: Record<TrustLevel, string> = {
   owner:
-    "A    H    H    H     H    A     A    A    A    A      A    A     A      A    A     A     A     A",
+    "A     H    H    H    H     H    H    A     A    A    A    A      A    A     A      A    A     A     A     A",
   full:
-    "A    S    S    S     S    A     A    A    A    A      A    A     A      -    -     -     -     -",
+    "A     S    S    S    S     S    S    A     A    A    A    A      A    A     A      -    -     -     -     -",
   inner:
-    "A    S    S    S     S    A     A    A    A    -      A    A     -      A    -     -     -     -",
+    "A     S    S    S    S     S    S    A     A    A    A    -      A    A     -      A    -     -     -     -",
   familiar:
-    "A    -    S    -     -    A     A    A    A    -      -    A     -      -    A     -     -     -",
+    "A     -    -    S    -     -    S    A     A    A    A    -      -    A     -      -    A     -     -     -",
   public:
-    "A    -    -    -     -    -     -    -    -    -      -    -     -      -    -     -     -     -",
+    "A     -    -    -    -     -    -    -     -    -    -    -      -    -     -      -    -     -     -     -",
 };
-// With the sandbox disabled only non-owner bash changes: it has nowhere safe to run.
+// With the sandbox disabled only non-owner bash and exec change: they have nowhere safe to run.
 const EXPECTED_SANDBOX_OFF: Record<TrustLevel, string> = {
   ...EXPECTED_SANDBOX_ON,
   full:
-    "A    -    S    S     S    A     A    A    A    A      A    A     A      -    -     -     -     -",
+    "A     -    -    S    S     S    S    A     A    A    A    A      A    A     A      -    -     -     -     -",
   inner:
-    "A    -    S    S     S    A     A    A    A    -      A    A     -      A    -     -     -     -",
+    "A     -    -    S    S     S    S    A     A    A    A    -      A    A     -      A    -     -     -     -",
 };
 
 /** Situations, and the effective trust each gives every user trust (owner..public), by hand. */
