@@ -3,6 +3,10 @@
  * kernel flags suggest. `coop sandbox status` and the startup banner print this.
  * @module
  */
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { machine, tmpdir } from "node:os";
+import process from "node:process";
 import { SandboxError } from "./errors.ts";
 import { exec } from "./exec.ts";
 import { disabledLayers } from "./ffi.ts";
@@ -75,7 +79,7 @@ function parse(stdout: string): Map<string, string> {
 
 function kernelRelease(): string {
   try {
-    return Deno.readTextFileSync("/proc/sys/kernel/osrelease").trim();
+    return readFileSync("/proc/sys/kernel/osrelease", "utf8").trim();
   } catch {
     return "unknown";
   }
@@ -129,7 +133,7 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
 
 /** Host paths a sandbox must never see: the invoker's home and the usual secrets. */
 export function hostSecretPaths(): string[] {
-  const home = Deno.env.get("HOME");
+  const home = process.env.HOME;
   const paths = ["/root", "/etc/shadow", "/home", "/var/lib"];
   if (home && home !== "/") paths.push(home);
   return [...new Set(paths)];
@@ -146,12 +150,12 @@ export function hostSecretPaths(): string[] {
  */
 export async function probe(): Promise<ProbeReport> {
   const platform = {
-    os: Deno.build.os,
-    arch: Deno.build.arch,
+    os: process.platform as string,
+    arch: machine(),
     kernel: kernelRelease(),
-    uid: Deno.uid() ?? -1,
+    uid: process.getuid?.() ?? -1,
   };
-  const workspace = await Deno.makeTempDir({ prefix: "coop-probe-" });
+  const workspace = await mkdtemp(`${tmpdir()}/coop-probe-`);
   try {
     const result = await exec({ workspace }, [
       "sh",
@@ -268,6 +272,6 @@ export async function probe(): Promise<ProbeReport> {
     const message = error instanceof SandboxError ? error.message : String(error);
     return { available: false, error: message, platform, checks: [] };
   } finally {
-    await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    await rm(workspace, { recursive: true, force: true }).catch(() => {});
   }
 }

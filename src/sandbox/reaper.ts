@@ -1,9 +1,10 @@
 /**
  * Reaps sandbox inits without stealing anyone else's children: a SIGCHLD listener, then
  * `waitpid(pid, WNOHANG)` for each pid we started — never `waitpid(-1)`, which would take
- * `Deno.Command`'s children too.
+ * `Deno.Command`'s or `child_process`'s children too.
  * @module
  */
+import process from "node:process";
 import type { Trampoline } from "./ffi.ts";
 
 const waiting = new Map<number, (status: number) => void>();
@@ -38,7 +39,7 @@ export function waitForExit(trampoline: Trampoline, pid: number): Promise<number
   // Registered once and kept: re-registering per sandbox costs more than it saves, and a
   // signal listener does not keep the process alive.
   if (!listening) {
-    Deno.addSignalListener("SIGCHLD", poll);
+    process.on("SIGCHLD", poll);
     listening = true;
   }
   keepAlive ??= setInterval(poll, FALLBACK_POLL_MS);
