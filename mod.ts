@@ -20,7 +20,7 @@ export { spawn } from "./src/sandbox/public_spawn.ts";
 export type { RunningSandbox, SpawnSandboxOptions } from "./src/sandbox/public_spawn.ts";
 export type { SandboxStatus } from "./src/sandbox/spawn.ts";
 export { probe } from "./src/sandbox/probe.ts";
-export type { ProbeCheck, ProbeReport } from "./src/sandbox/probe.ts";
+export type { ProbeCheck, ProbeOptions, ProbeReport } from "./src/sandbox/probe.ts";
 export { lastSelfTest, selfTest } from "./src/sandbox/self_test.ts";
 export type { SelfTestCheck, SelfTestResult } from "./src/sandbox/self_test.ts";
 export { NETWORK_MODES, resolvePolicy } from "./src/sandbox/policy.ts";

@@ -8,6 +8,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { machine, tmpdir } from "node:os";
 import process from "node:process";
 import { SandboxError } from "./errors.ts";
+import { probeForeignBackend } from "./foreign_probe.ts";
+import { type HostPlatform, hostPlatform } from "./platform.ts";
 import { exec } from "./exec.ts";
 import { disabledLayers } from "./ffi.ts";
 import { BASE_ENV, HOST_ENV_ALLOWLIST } from "./environment.ts";
@@ -38,6 +40,19 @@ export interface ProbeReport {
   durationMs?: number;
   /** Protections the loaded library was built without (a debug build; empty normally). */
   disabledLayers?: string[];
+  /** The backend that ran the probe: `linux-namespaces`, `apple-container`, `sandbox-exec`, or `none`. */
+  backend?: string;
+  /** Something the owner may want to change about the backend choice (e.g. a stopped service). */
+  note?: string;
+}
+
+/** Options of {@link probe}. */
+export interface ProbeOptions {
+  /**
+   * The host as the backend choice sees it (tests drive the macOS backends with fakes).
+   * @ignore
+   */
+  platform?: HostPlatform;
 }
 
 // Prints key=value lines; $@ are host paths that must not exist inside.
@@ -148,7 +163,9 @@ export function hostSecretPaths(): string[] {
  * for (const c of report.checks) console.log(c.ok ? "✓" : "✗", c.label, c.evidence);
  * ```
  */
-export async function probe(): Promise<ProbeReport> {
+export async function probe(options: ProbeOptions = {}): Promise<ProbeReport> {
+  const host = options.platform ?? hostPlatform();
+  if (host.os !== "linux") return probeForeignBackend(host);
   const platform = {
     os: process.platform as string,
     arch: machine(),
@@ -267,10 +284,11 @@ export async function probe(): Promise<ProbeReport> {
       checks,
       durationMs: result.durationMs,
       disabledLayers: await disabledLayers(),
+      backend: "linux-namespaces",
     };
   } catch (error) {
     const message = error instanceof SandboxError ? error.message : String(error);
-    return { available: false, error: message, platform, checks: [] };
+    return { available: false, error: message, platform, checks: [], backend: "linux-namespaces" };
   } finally {
     await rm(workspace, { recursive: true, force: true }).catch(() => {});
   }

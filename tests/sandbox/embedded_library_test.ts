@@ -25,7 +25,7 @@ export async function run(): Promise<number> {
   const report = await probe();
   const mapped = readFileSync("/proc/self/maps", "utf8").split("\\n")
     .map((line) => line.split(/\\s+/).slice(5).join(" "))
-    .filter((path) => /coop/.test(path));
+    .filter((path) => /coop-sandbox|libcoop/.test(path));
   console.log(JSON.stringify({
     available: report.available,
     error: report.error,
