@@ -30,7 +30,7 @@ export async function run(): Promise<number> {
     available: report.available,
     error: report.error,
     checks: report.checks.length,
-    failed: report.checks.filter((c) => !c.ok).map((c) => c.label),
+    failed: report.checks.filter((c) => !c.ok).map((c) => c.label + ": " + c.evidence),
     mapped: [...new Set(mapped)],
   }));
   return 0;
