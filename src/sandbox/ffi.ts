@@ -33,7 +33,10 @@ export const OUT = {
 } as const;
 
 const ROOT = new URL("../..", import.meta.url);
-const REBUILD = "run `deno task build:ffi` (needs gcc), or `./coop` which builds it for you";
+// Under Node the library belongs to the installed coop-sandbox package, which rebuilds it.
+const REBUILD = import.meta.url.endsWith(".js")
+  ? "run `npx coop-sandbox-build --force` in the project that installed coop-sandbox (needs gcc)"
+  : "run `deno task build:ffi` (needs gcc), or `./coop` which builds it for you";
 
 /** Where the library is looked for: `$COOP_SANDBOX_LIB`, else `build/` of this checkout. */
 export function libraryPath(): string {

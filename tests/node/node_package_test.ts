@@ -88,3 +88,27 @@ sandboxTest(
     assertMatch(r.stdout, /^# skipped 0$/m);
   },
 );
+
+sandboxTest(
+  "node: the installed package rebuilds its library with gcc (npx coop-sandbox-build) and still verifies it",
+  async () => {
+    const dir = await installPackage();
+    const library = `${dir}/node_modules/coop-sandbox/build/libcoop_sandbox.so`;
+    const before = (await Deno.stat(library)).mtime!.getTime();
+    const build = await run("npx", ["--no-install", "coop-sandbox-build", "--force"], dir);
+    assertEquals(build.code, 0, build.stderr);
+    assertMatch(build.stderr, /build:ffi: built .*libcoop_sandbox\.so/);
+    assert((await Deno.stat(library)).mtime!.getTime() > before, "the library was not rebuilt");
+    const r = await run("node", [
+      "--input-type=module",
+      "-e",
+      `
+import { probe } from "coop-sandbox";
+const report = await probe();
+console.log(JSON.stringify({ available: report.available, failed: report.checks.filter((c) => !c.ok) }));
+`,
+    ], dir);
+    assertEquals(r.code, 0, r.stderr);
+    assertEquals(JSON.parse(r.stdout), { available: true, failed: [] });
+  },
+);
