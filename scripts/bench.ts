@@ -260,6 +260,18 @@ if (import.meta.main) {
   }).output();
   if (!gateway.success) console.log("gateway overhead: the comparison failed (see above)");
   console.log();
+  const node = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      fileURLToPath(new URL("./bench_node.ts", import.meta.url)),
+    ],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!node.success) console.log("exec() under Node: the comparison failed (see above)");
+  console.log();
   const load = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
