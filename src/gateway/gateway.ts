@@ -50,6 +50,10 @@ export interface GatewayDependencies {
 
 /** A turn as the gateway runs it, from a channel or a cron job. */
 interface TurnRequest {
+  /** The config the turn runs under from start to end (a reload applies to later turns). */
+  config: CoopConfig;
+  /** The executor built for that config. */
+  executor: ToolExecutor;
   channel: string;
   route: Route;
   /** The session key's user (see `sessionOwner`). */
@@ -74,9 +78,10 @@ interface TurnRequest {
  * ```
  */
 export class Gateway {
-  readonly config: CoopConfig;
-  readonly executor: ToolExecutor;
+  #config: CoopConfig;
+  #executor: ToolExecutor;
   readonly sessions: SessionStore;
+  readonly #deps: GatewayDependencies;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   readonly #db: DatabaseSync;
@@ -87,14 +92,38 @@ export class Gateway {
   #draining = false;
 
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
-    this.config = config;
+    this.#config = config;
     this.#db = db;
+    this.#deps = deps;
     this.sessions = new SessionStore(db);
-    this.executor = new ToolExecutor(config, {
-      memory: new MemoryDatabase(db),
-      ...deps.executor,
-    });
+    this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
+  }
+
+  /** The config new turns run under. */
+  get config(): CoopConfig {
+    return this.#config;
+  }
+
+  /** The executor new turns' tools run through (one per config). */
+  get executor(): ToolExecutor {
+    return this.#executor;
+  }
+
+  /**
+   * Applies a reloaded config (already checked) to every turn that starts from now on; turns in
+   * flight keep the config and executor they started with. The state directory is not moved.
+   */
+  reconfigure(config: CoopConfig): void {
+    this.#config = config;
+    this.#executor = this.#newExecutor(config);
+  }
+
+  #newExecutor(config: CoopConfig): ToolExecutor {
+    return new ToolExecutor(config, {
+      memory: new MemoryDatabase(this.#db),
+      ...this.#deps.executor,
+    });
   }
 
   /** Opens the state database and builds the executor for `config`. */
@@ -103,17 +132,17 @@ export class Gateway {
   }
 
   /** Who a channel sender is; `[channels.terminal] user` names the terminal's user outright. */
-  route(channel: string, sender: string): Route {
+  route(channel: string, sender: string, aliases?: readonly string[]): Route {
     const terminalUser = this.config.channels.terminal?.user;
     const user = channel === "terminal" && terminalUser
       ? this.config.users.find((u) => u.name === terminalUser)
       : undefined;
-    return user ? routeUser(user) : routeMessage(this.config, { channel, sender });
+    return user ? routeUser(user) : routeMessage(this.config, { channel, sender, aliases });
   }
 
   /** The channels' turn handler: routes the sender and runs the turn. */
   handle = (message: IncomingMessage): Promise<TurnOutcome> => {
-    const route = this.route(message.channel, message.sender);
+    const route = this.route(message.channel, message.sender, message.senderAliases);
     return this.#run({
       channel: message.channel,
       route,
@@ -176,13 +205,14 @@ export class Gateway {
     if (this.#db.isOpen) this.#db.close();
   }
 
-  #run(request: TurnRequest): Promise<TurnOutcome> {
+  #run(fields: Omit<TurnRequest, "config" | "executor">): Promise<TurnOutcome> {
+    const request: TurnRequest = { ...fields, config: this.#config, executor: this.#executor };
     if (this.#draining) {
       return Promise.reject(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
     }
     // One person's turns (and so sandboxes) at once are capped (ATTACKS R14); the rest wait in
     // a bounded queue or are refused here, before anything is recorded.
-    const limit = turnLimitFor(this.config, request.route);
+    const limit = turnLimitFor(request.config, request.route);
     let admission: TurnAdmission | undefined;
     try {
       admission = limit ? this.#turns.admit(request.sessionUser, limit) : undefined;
@@ -222,7 +252,7 @@ export class Gateway {
   }
 
   async #turn(request: TurnRequest, signal: AbortSignal): Promise<TurnOutcome> {
-    const { route, channel } = request;
+    const { route, channel, config, executor } = request;
     const { principal, user } = route;
     const key: SessionKey = {
       channel,
@@ -252,16 +282,16 @@ export class Gateway {
       cronJob: request.cronJob?.name,
     });
     const { provider, model } = selectModel(
-      this.config.agent.model,
-      this.config.providers,
+      config.agent.model,
+      config.providers,
       this.#providerOptions,
     );
-    const tools = allowedTools(this.executor, principal, taint.situation);
-    const system = withTurnContext(await loadSystemPrompt(this.config.agent.workspace), {
+    const tools = allowedTools(executor, principal, taint.situation);
+    const system = withTurnContext(await loadSystemPrompt(config.agent.workspace), {
       user: principal.name,
       trust,
       channel,
-      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, this.config),
+      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, config),
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
@@ -273,9 +303,9 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob }),
-        maxIterations: this.config.agent.maxIterations,
-        maxTokens: this.config.agent.maxTokens,
+        executeTool: executorTool(executor, { taint, user, cronJob: request.cronJob }),
+        maxIterations: config.agent.maxIterations,
+        maxTokens: config.agent.maxTokens,
         signal,
         onEvent: request.onEvent,
         onMessage: persist,

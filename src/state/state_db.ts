@@ -7,6 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
+import { CHANNEL_INBOX_MIGRATION } from "./channel_inbox_schema.ts";
 
 const log = getLogger(["coop", "sessions"]);
 
@@ -81,6 +82,7 @@ export const MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  CHANNEL_INBOX_MIGRATION,
 ];
 
 /** Creates `dir` (and parents) and makes it 0700: only Coop's user may enter it. */
