@@ -259,4 +259,16 @@ if (import.meta.main) {
     stderr: "inherit",
   }).output();
   if (!gateway.success) console.log("gateway overhead: the comparison failed (see above)");
+  console.log();
+  const channels = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      fileURLToPath(new URL("./bench_channels.ts", import.meta.url)),
+    ],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!channels.success) console.log("channel overhead: the comparison failed (see above)");
 }
