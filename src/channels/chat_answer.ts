@@ -45,6 +45,14 @@ export async function answerInChat(
   options: { typingEveryMs: number; signal: AbortSignal; deliverySignal: AbortSignal },
 ): Promise<ChatAnswer> {
   const fields = { event: "channel.turn_failed", channel: message.channel, sender: message.sender };
+  // The identity to put in a match pattern, for the owner setting people up (docs/channels.md).
+  log.info("channel.message from {from}{inGroup}", {
+    event: "channel.message",
+    from: `${message.channel}:${message.sender}`,
+    inGroup: message.group === undefined ? "" : ` in ${message.channel}:${message.group}`,
+    aliases: message.senderAliases,
+    addressed: message.addressed,
+  });
   let typing = true;
   const showTyping = () => {
     if (!typing) return;
