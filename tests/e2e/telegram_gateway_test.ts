@@ -177,11 +177,12 @@ sandboxTest(
     try {
       await withScriptedServer(script, async (server) => {
         const home = await makeCoopHome(config(server.url, api.url));
-        const coop = await startCoop(
-          home,
-          { TELEGRAM_BOT_TOKEN: api.token, COOP_LOG: "debug" },
-          READY,
-        );
+        const traceFile = `${home.dir}/trace.jsonl`;
+        const coop = await startCoop(home, {
+          TELEGRAM_BOT_TOKEN: api.token,
+          COOP_LOG: "debug",
+          COOP_LOG_FILE: traceFile,
+        }, READY);
         try {
           api.privateMessage(7, "the long one");
           const three = await api.waitForSent(3, 60_000);
@@ -209,7 +210,38 @@ sandboxTest(
 
           assertEquals((await coop.stop()).code, 0);
           assertNoToken(coop.stderr(), api.token);
-          assertMatch(coop.stderr(), /<redacted>|telegram\.poll_failed/);
+          // The JSON trace carries every structured field: no token there either.
+          const trace = await Deno.readTextFile(traceFile);
+          assertMatch(trace, /"telegram\.poll_failed"/);
+          assertNoToken(trace, api.token);
+        } finally {
+          await coop.stop("SIGKILL");
+          await Deno.remove(home.dir, { recursive: true });
+        }
+      });
+    } finally {
+      await api.close();
+    }
+  },
+);
+
+sandboxTest(
+  "e2e telegram: a refused token is reported without being shown; the gateway stays up",
+  async () => {
+    const api = startFakeBotApi();
+    const wrong = "7000001:AAHwrongWRONGwrongWRONGwrong00000";
+    try {
+      await withScriptedServer([], async (server) => {
+        const home = await makeCoopHome(config(server.url, api.url));
+        const coop = await startCoop(
+          home,
+          { TELEGRAM_BOT_TOKEN: wrong, COOP_LOG: "debug" },
+          /telegram: not serving: Telegram getMe: 401 Unauthorized/,
+        );
+        try {
+          assertEquals((await coop.stop()).code, 0);
+          assertNoToken(coop.stderr(), wrong);
+          assertEquals(server.requests.length, 0);
         } finally {
           await coop.stop("SIGKILL");
           await Deno.remove(home.dir, { recursive: true });
