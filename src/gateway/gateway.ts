@@ -56,6 +56,10 @@ export interface GatewayDependencies {
 
 /** A turn as the gateway runs it, from a channel or a cron job. */
 interface TurnRequest {
+  /** The config the turn runs under from start to end (a reload applies to later turns). */
+  config: CoopConfig;
+  /** The executor built for that config. */
+  executor: ToolExecutor;
   channel: string;
   route: Route;
   /** The session key's user (see `sessionOwner`). */
@@ -82,13 +86,15 @@ interface TurnRequest {
  * ```
  */
 export class Gateway {
-  readonly config: CoopConfig;
-  readonly executor: ToolExecutor;
+  #config: CoopConfig;
+  #executor: ToolExecutor;
   readonly sessions: SessionStore;
+  readonly #deps: GatewayDependencies;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   /** Budgets per person and group chat, counted in the state database. */
-  readonly #budgets: BudgetGate;
+  #budgets: BudgetGate;
+  readonly #usage: UsageStore;
   readonly #db: DatabaseSync;
   readonly #wal?: WalFlusher;
   readonly #providerOptions: ProviderOptions;
@@ -98,21 +104,47 @@ export class Gateway {
   #draining = false;
 
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
-    this.config = config;
+    this.#config = config;
     this.#db = db;
+    this.#deps = deps;
     // Group commit: a turn's messages are committed without an fsync and the turn awaits one
     // shared fsync of the WAL, off the event loop, before its reply leaves (docs/sessions.md).
     const location = db.location();
     this.#wal = location ? new WalFlusher(location, { syncData: deps.walSync }) : undefined;
     this.sessions = new SessionStore(db, undefined, this.#wal);
-    this.executor = new ToolExecutor(config, {
-      memory: new MemoryDatabase(db),
-      ...deps.executor,
-    });
+    this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
-    const usage = new UsageStore(db);
-    usage.prune(LONGEST_BUDGET_WINDOW_MS);
-    this.#budgets = new BudgetGate(config, usage);
+    this.#usage = new UsageStore(db);
+    this.#usage.prune(LONGEST_BUDGET_WINDOW_MS);
+    this.#budgets = new BudgetGate(config, this.#usage);
+  }
+
+  /** The config new turns run under. */
+  get config(): CoopConfig {
+    return this.#config;
+  }
+
+  /** The executor new turns' tools run through (one per config). */
+  get executor(): ToolExecutor {
+    return this.#executor;
+  }
+
+  /**
+   * Applies a reloaded config (already checked) to every turn that starts from now on; turns in
+   * flight keep the config and executor they started with. The state directory is not moved.
+   */
+  reconfigure(config: CoopConfig): void {
+    this.#config = config;
+    this.#executor = this.#newExecutor(config);
+    // Group budgets come from the new config; the counters stay (they are in the database).
+    this.#budgets = new BudgetGate(config, this.#usage);
+  }
+
+  #newExecutor(config: CoopConfig): ToolExecutor {
+    return new ToolExecutor(config, {
+      memory: new MemoryDatabase(this.#db),
+      ...this.#deps.executor,
+    });
   }
 
   /** Opens the state database and builds the executor for `config`. */
@@ -122,15 +154,21 @@ export class Gateway {
 
   /**
    * Who a channel sender is, in which chat (`routeSender`: `[channels.terminal] user` names
-   * the terminal's user outright; a group's ceiling applies).
+   * the terminal's user outright; a group's ceiling applies; `aliases` are the sender's other
+   * identifiers on the channel).
    */
-  route(channel: string, sender: string, group?: string): Route {
-    return routeSender(this.config, { channel, sender, group });
+  route(channel: string, sender: string, group?: string, aliases?: readonly string[]): Route {
+    return routeSender(this.config, { channel, sender, group, aliases });
   }
 
   /** The channels' turn handler: routes the sender and runs the turn. */
   handle = (message: IncomingMessage): Promise<TurnOutcome> => {
-    const route = this.route(message.channel, message.sender, message.group);
+    const route = this.route(
+      message.channel,
+      message.sender,
+      message.group,
+      message.senderAliases,
+    );
     return this.#run({
       channel: message.channel,
       route,
@@ -195,13 +233,14 @@ export class Gateway {
     if (this.#db.isOpen) this.#db.close();
   }
 
-  #run(request: TurnRequest): Promise<TurnOutcome> {
+  #run(fields: Omit<TurnRequest, "config" | "executor">): Promise<TurnOutcome> {
+    const request: TurnRequest = { ...fields, config: this.#config, executor: this.#executor };
     if (this.#draining) {
       return Promise.reject(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
     }
     // One person's turns (and so sandboxes) at once are capped (ATTACKS R14); the rest wait in
     // a bounded queue or are refused here, before anything is recorded.
-    const limit = turnLimitFor(this.config, request.route);
+    const limit = turnLimitFor(request.config, request.route);
     let admission: TurnAdmission | undefined;
     let meter: TurnMeter;
     try {
@@ -245,7 +284,7 @@ export class Gateway {
   }
 
   async #turn(request: TurnRequest, signal: AbortSignal, meter: TurnMeter): Promise<TurnOutcome> {
-    const { route, channel } = request;
+    const { route, channel, config, executor } = request;
     const { principal, user } = route;
     const key: SessionKey = {
       channel,
@@ -276,16 +315,16 @@ export class Gateway {
       cronJob: request.cronJob?.name,
     });
     const { provider, model } = selectModel(
-      this.config.agent.model,
-      this.config.providers,
+      config.agent.model,
+      config.providers,
       this.#providerOptions,
     );
-    const tools = allowedTools(this.executor, principal, taint.situation);
-    const system = withTurnContext(await loadSystemPrompt(this.config.agent.workspace), {
+    const tools = allowedTools(executor, principal, taint.situation);
+    const system = withTurnContext(await loadSystemPrompt(config.agent.workspace), {
       user: principal.name,
       trust,
       channel,
-      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, this.config),
+      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, config),
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
@@ -298,15 +337,15 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, {
+        executeTool: executorTool(executor, {
           taint,
           user,
           cronJob: request.cronJob,
           onSandboxSeconds: meter.addSandboxSeconds,
           files,
         }),
-        maxIterations: this.config.agent.maxIterations,
-        maxTokens: this.config.agent.maxTokens,
+        maxIterations: config.agent.maxIterations,
+        maxTokens: config.agent.maxTokens,
         signal,
         onEvent: request.onEvent,
         onMessage: persist,

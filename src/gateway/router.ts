@@ -13,6 +13,8 @@ export interface MessageOrigin {
   channel: string;
   /** The sender's identifier on that channel, e.g. `bob`. */
   sender: string;
+  /** Other identifiers of the same sender (Signal's number and uuid): any may match a user. */
+  aliases?: readonly string[];
   /** The group chat's identifier when the message came from a group. */
   group?: string;
 }
@@ -108,9 +110,14 @@ export function chatCeiling(
 export function routeMessage(config: RoutingConfig, origin: MessageOrigin): Route {
   const ceiling = chatCeiling(config, origin.channel, origin.group);
   // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named user.
-  const exact = config.users.find((u) => u.match.includes(`${origin.channel}:${origin.sender}`));
+  const ids = [origin.sender, ...origin.aliases ?? []];
+  const exact = config.users.find((u) =>
+    ids.some((id) => u.match.includes(`${origin.channel}:${id}`))
+  );
   const user = exact ??
-    config.users.find((u) => u.match.some((p) => patternMatches(p, origin.channel, origin.sender)));
+    config.users.find((u) =>
+      u.match.some((p) => ids.some((id) => patternMatches(p, origin.channel, id)))
+    );
   if (user) {
     return { principal: { name: user.name, trust: user.trust }, user, ceiling, reason: "matched" };
   }

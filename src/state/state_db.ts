@@ -8,6 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
+import { CHANNEL_INBOX_MIGRATION } from "./channel_inbox_schema.ts";
 
 const log = getLogger(["coop", "sessions"]);
 
@@ -131,6 +132,7 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE group_name IS NOT NULL;
     `,
   },
+  CHANNEL_INBOX_MIGRATION,
 ];
 
 /** Creates `dir` (and parents) and makes it 0700: only Coop's user may enter it. */
