@@ -24,6 +24,7 @@ import {
 } from "../sandbox/mod.ts";
 import { parseByteSize } from "../sandbox/byte_size.ts";
 import { parseDuration, timeoutProblem } from "../sandbox/duration.ts";
+import { DEFAULT_MEMORY_BYTES, DEFAULT_PIDS_LIMIT } from "../config/sandbox_settings.ts";
 import { callerPath } from "./caller_path.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
@@ -156,7 +157,12 @@ async function execCommand(args: string[]): Promise<number> {
     strict: true,
   });
   if (positionals.length === 0) throw new UsageError("sandbox exec needs a command after --");
-  const limits = parseLimitFlags(values.memory, values.pids);
+  // As a non-owner with no limits configured gets (docs/limits.md "Defaults").
+  const limits = {
+    memoryBytes: DEFAULT_MEMORY_BYTES,
+    pidsLimit: DEFAULT_PIDS_LIMIT,
+    ...parseLimitFlags(values.memory, values.pids),
+  };
   const network = values.network ?? "none";
   if (!(NETWORK_MODES as readonly string[]).includes(network)) {
     throw new UsageError(`--network must be one of ${NETWORK_MODES.join(", ")} (got "${network}")`);

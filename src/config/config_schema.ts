@@ -46,6 +46,8 @@ const sandboxOverrideShape = {
   memory: memorySize.optional(),
   pids_limit: z.number().int("must be a whole number").positive("must be > 0").optional(),
   cpus: z.number().positive("must be > 0").optional(),
+  /** The owner-role spec's spelling of `network` (true: "public", false: "none"); warned. */
+  allow_network: z.boolean().optional(),
   timeout: timeoutDuration.optional(),
   max_timeout: timeoutDuration.optional(),
   tmp_size: tmpSize.optional(),

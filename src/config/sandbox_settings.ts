@@ -4,11 +4,19 @@
  */
 import { DEFAULT_SCAN_LIMIT, type SandboxPolicyInput } from "../sandbox/mod.ts";
 import type { RawSandboxOverrides } from "./config_schema.ts";
+import { networkOfAllowNetwork } from "./allow_network_alias.ts";
 
 /** Default `bash` timeout. */
 export const DEFAULT_TIMEOUT_MS = 120_000;
 /** Default largest `bash` timeout the model may request. */
 export const DEFAULT_MAX_TIMEOUT_MS = 600_000;
+/**
+ * Memory limit of a non-owner's sandboxed command when the config sets none (the owner-role
+ * spec's default; docs/limits.md).
+ */
+export const DEFAULT_MEMORY_BYTES = 2 * 2 ** 30;
+/** Process limit of a non-owner's sandboxed command when the config sets none. */
+export const DEFAULT_PIDS_LIMIT = 512;
 /** Default size of the sandbox's `/tmp`. */
 export const DEFAULT_TMP_SIZE_BYTES = 64 * 2 ** 20;
 
@@ -23,9 +31,9 @@ export interface SandboxSettings {
   allowDomains: readonly string[];
   /** Most proxy connections open at once (network `proxy`; the library's default when unset). */
   proxyMaxConnections?: number;
-  /** Memory limit in bytes (cgroup v1 as root, else RLIMIT_AS; docs/limits.md). */
+  /** Memory limit in bytes (a cgroup, else RLIMIT_AS; docs/limits.md); 2 GiB by default. */
   memoryBytes?: number;
-  /** Process limit (cgroup v1 pids.max as root, else RLIMIT_NPROC). */
+  /** Process limit (a cgroup's pids.max, else RLIMIT_NPROC); 512 by default. */
   pidsLimit?: number;
   /** CPU limit in cores (cgroup v1 only; the sandbox refuses to start without it). */
   cpus?: number;
@@ -48,6 +56,10 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (!raw) return {};
   const out: Partial<SandboxSettings> = {};
   if (raw.network !== undefined) out.network = raw.network;
+  else if (raw.allow_network !== undefined) {
+    const network = networkOfAllowNetwork(raw.allow_network);
+    if (network) out.network = network;
+  }
   if (raw.allow_domains !== undefined) out.allowDomains = raw.allow_domains;
   if (raw.max_connections !== undefined) {
     out.proxyMaxConnections = raw.max_connections;
@@ -75,6 +87,8 @@ export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings
     envPassthrough: [],
     protectedNames: [".git"],
     scanLimit: DEFAULT_SCAN_LIMIT,
+    memoryBytes: DEFAULT_MEMORY_BYTES,
+    pidsLimit: DEFAULT_PIDS_LIMIT,
     ...overridesFromRaw(raw),
   };
 }
