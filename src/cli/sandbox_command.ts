@@ -6,6 +6,7 @@
 import { parseArgs } from "node:util";
 import type { Buffer } from "node:buffer";
 import {
+  cgroupHostWithDelegation,
   exec,
   lastSelfTest,
   NETWORK_MODES,
@@ -78,6 +79,7 @@ function renderLastSelfTest(last: SelfTestResult | undefined): string {
 
 async function statusCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: "boolean" } }, strict: true });
+  await cgroupHostWithDelegation();
   const report = await probe();
   const last = await lastSelfTest();
   print(
@@ -181,6 +183,7 @@ async function execCommand(args: string[]): Promise<number> {
   };
   try {
     checkFlags(policy);
+    await cgroupHostWithDelegation();
     if (values.json) {
       const result = await exec(policy, positionals, { timeoutMs });
       print(JSON.stringify(result, null, 2) + "\n");

@@ -7,6 +7,7 @@ import { SandboxPolicyError } from "./errors.ts";
 import { ERRNO, errnoName, errnoText } from "./errno.ts";
 import { captureOutput } from "./output_capture.ts";
 import type { AppliedLimits } from "./limits.ts";
+import type { CgroupHost } from "./cgroup_host.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
 import type { ProxyDenial } from "./proxy/policy_proxy.ts";
@@ -43,6 +44,11 @@ export interface ExecOptions {
    * @ignore
    */
   proxy?: ProxyTestHooks;
+  /**
+   * Test hook: plan the limits against this stand-in host; production never sets it.
+   * @ignore
+   */
+  cgroupHost?: CgroupHost;
 }
 
 /** The outcome of a sandboxed command. */
@@ -136,6 +142,7 @@ export async function exec(
     failAt: options.failAt,
     timeoutMs,
     proxy: options.proxy,
+    cgroupHost: options.cgroupHost,
   });
   const kill = () => child.kill("SIGKILL");
   options.signal?.addEventListener("abort", kill, { once: true });

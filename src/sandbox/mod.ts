@@ -46,6 +46,7 @@ export { MIN_MEMORY_BYTES, NETWORK_MODES, resolvePolicy } from "./policy.ts";
 export { planLimits } from "./limits.ts";
 export type { AppliedLimits, LimitPath, LimitPlan } from "./limits.ts";
 export { cgroupHost } from "./cgroup_host.ts";
+export { cgroupHostWithDelegation, delegateUserScope } from "./cgroup_delegate.ts";
 export type { CgroupHost } from "./cgroup_host.ts";
 export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 export {

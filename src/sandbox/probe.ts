@@ -89,6 +89,7 @@ const LIMITS_SCRIPT = `
 echo "as=$(grep '^Max address space' /proc/self/limits | tr -s ' ' | cut -d' ' -f4)"
 echo "nproc=$(grep '^Max processes' /proc/self/limits | tr -s ' ' | cut -d' ' -f3)"
 echo "cgroups=$(grep -E ':(memory|pids):' /proc/self/cgroup | cut -d: -f2,3 | paste -sd' ' -)"
+echo "cgroup2=$(grep '^0::' /proc/self/cgroup | cut -d: -f3)"
 (for i in $(seq ${2 * PROBE_PIDS}); do sleep 5 & echo x; done) 2>/dev/null > /tmp/forks
 echo "forks=$(wc -l < /tmp/forks)"
 `;
@@ -111,9 +112,13 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
     const path = r.limits.path;
     const seen = path === "cgroup-v1"
       ? `cgroups inside: ${v.get("cgroups") || "none"}`
+      : path === "cgroup-v2"
+      ? `cgroup v2 inside: ${v.get("cgroup2") || "none"}`
       : `RLIMIT_AS ${v.get("as")}, RLIMIT_NPROC ${v.get("nproc")} (counted per user namespace)`;
     const memoryOk = path === "cgroup-v1"
       ? /memory:\/coop-/.test(v.get("cgroups") ?? "")
+      : path === "cgroup-v2"
+      ? /\/coop-[^/]+$/.test(v.get("cgroup2") ?? "")
       : v.get("as") === String(PROBE_MEMORY);
     return {
       id: "resource-limits",

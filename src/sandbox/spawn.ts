@@ -9,8 +9,9 @@
  */
 import net from "node:net";
 import { getLogger } from "@logtape/logtape";
-import { cgroupHost } from "./cgroup_host.ts";
-import { CgroupV1Sandbox } from "./cgroup_v1.ts";
+import { type CgroupHost, cgroupHost } from "./cgroup_host.ts";
+import type { SandboxCgroup } from "./cgroup_files.ts";
+import { sandboxCgroup } from "./sandbox_cgroup.ts";
 import { timeoutProblem } from "./duration.ts";
 import { SandboxPolicyError, SandboxSetupError } from "./errors.ts";
 import { assertHostIdsFree } from "./host_ids.ts";
@@ -46,6 +47,8 @@ export interface SpawnOptions {
    * gateway and the CLI — never sets them.
    */
   proxy?: ProxyTestHooks;
+  /** Test hook: plan the limits against this stand-in host instead of this one's cgroups. */
+  cgroupHost?: CgroupHost;
 }
 
 /** See `SpawnOptions.proxy`: for tests only. */
@@ -189,7 +192,7 @@ export async function spawnWorkspaceAsGiven(
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
   const lib = await loadTrampoline();
-  const limits = planLimits(policy, cgroupHost());
+  const limits = planLimits(policy, options.cgroupHost ?? cgroupHost());
   const ids = outerIds(policy);
   // Off the event loop, and before anything is started: a workspace too large to check fails
   // here, closed (ATTACKS R12).
@@ -216,7 +219,7 @@ export async function spawnWorkspaceAsGiven(
   const params = new Int32Array(PARAM.count);
   params[PARAM.wantStdin] = options.stdin ? 1 : 0;
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
-  const cgroup = limits.cgroupV1 ? CgroupV1Sandbox.create(limits.cgroupV1) : null;
+  const cgroup = sandboxCgroup(limits);
   const attach = cgroup ? cgroup.attachList() : null;
   let out: Int32Array;
   try {
@@ -268,7 +271,7 @@ function track(
   argv: readonly string[],
   timeoutMs: number | undefined,
   limits: AppliedLimits,
-  cgroup: CgroupV1Sandbox | null,
+  cgroup: SandboxCgroup | null,
   proxy: PolicyProxy | null,
 ): SandboxProcess {
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
@@ -283,6 +286,7 @@ function track(
     timedOut = true;
     // The pidfd stays valid until we close it after reaping, so no pid-reuse race.
     lib.coop_kill(pidfd, signalNumber("SIGKILL"));
+    cgroup?.kill();
   }, timeoutMs);
 
   const status = waitForExit(lib, pid).then(async (waitStatus) => {
