@@ -49,11 +49,13 @@ function print(text: string): void {
 
 const printError = writeStderr;
 
-function renderStatus(report: ProbeReport): string {
+/** The human `coop sandbox status`: one ✓/✗ line per measured check, or why it is unavailable. */
+export function renderStatus(report: ProbeReport): string {
   const p = report.platform;
   const lines = [`Coop sandbox: ${p.os} ${p.arch}, kernel ${p.kernel}, invoked as uid ${p.uid}`];
   if (!report.available) {
     lines.push(`  ✗ unavailable: ${report.error}`);
+    for (const check of report.checks) lines.push(`  ✗ ${check.label}: ${check.evidence}`);
     lines.push("  Non-owner commands will be refused (fail closed).");
     return lines.join("\n") + "\n";
   }

@@ -3,6 +3,7 @@ export const USAGE = `Usage:
   coop start   [--config FILE]                 run the gateway (HTTP channel, cron jobs)
   coop chat    [--config FILE]                 terminal chat as the terminal user
   coop check   [--config FILE] [--json]        validate config; exit 1 on errors
+  coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
   coop sandbox status [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...

@@ -3,6 +3,7 @@
  * kernel flags suggest. `coop sandbox status` and the startup banner print this.
  * @module
  */
+import { detectAppArmorUserns } from "./apparmor_userns.ts";
 import { SandboxError } from "./errors.ts";
 import { exec } from "./exec.ts";
 import { disabledLayers } from "./ffi.ts";
@@ -156,6 +157,15 @@ export async function probe(): Promise<ProbeReport> {
     kernel: kernelRelease(),
     uid: Deno.uid() ?? -1,
   };
+  // Ubuntu's restriction explains a sandbox that cannot start; shown with its fix either way.
+  const userns = detectAppArmorUserns();
+  const appArmor: ProbeCheck = {
+    id: "apparmor-userns",
+    label: "user namespaces allowed (AppArmor)",
+    ok: userns.ok,
+    evidence: userns.ok ? userns.evidence : `${userns.evidence}. Fix: ${userns.fix}`,
+  };
+  const unavailableChecks = userns.ok ? [] : [appArmor];
   const workspace = await Deno.makeTempDir({ prefix: "coop-probe-" });
   try {
     const result = await exec({ workspace }, [
@@ -172,7 +182,7 @@ export async function probe(): Promise<ProbeReport> {
         available: false,
         error: `the probe sandbox exited with ${result.exitCode}: ${result.stderr.trim()}`,
         platform,
-        checks: [],
+        checks: unavailableChecks,
       };
     }
     const v = parse(result.stdout);
@@ -261,6 +271,7 @@ export async function probe(): Promise<ProbeReport> {
         evidence: `a command's open fds: ${fds}`,
       },
     ];
+    checks.push(appArmor);
     checks.push(await limitsCheck(workspace));
     return {
       available: true,
@@ -271,7 +282,7 @@ export async function probe(): Promise<ProbeReport> {
     };
   } catch (error) {
     const message = error instanceof SandboxError ? error.message : String(error);
-    return { available: false, error: message, platform, checks: [] };
+    return { available: false, error: message, platform, checks: unavailableChecks };
   } finally {
     await Deno.remove(workspace, { recursive: true }).catch(() => {});
   }
