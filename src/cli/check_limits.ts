@@ -49,7 +49,9 @@ export function renderLimits(limits: readonly CheckedLimits[]): string[] {
   return limits.map((l) => {
     const values = `memory ${show(l.memoryBytes, formatByteSize)}, pids ${
       show(l.pidsLimit, String)
-    }, cpus ${show(l.cpus, String)}`;
+    }, cpus ${show(l.cpus, String)}, disk ${show(l.diskQuotaBytes, formatByteSize)}, inodes ${
+      show(l.inodeQuota, String)
+    }${l.quotaEnforcement ? ` (quotas by ${l.quotaEnforcement})` : ""}`;
     const how = l.applied
       ? `enforced by ${l.applied.path} (${l.applied.reason})`
       : `REFUSED here: ${l.refusal}`;

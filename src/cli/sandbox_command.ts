@@ -115,6 +115,8 @@ const EXEC_OPTIONS = {
   "allow-domain": { type: "string", multiple: true },
   memory: { type: "string" },
   pids: { type: "string" },
+  "disk-quota": { type: "string" },
+  "inode-quota": { type: "string" },
 } as const;
 
 /**
@@ -138,6 +140,28 @@ export function parseLimitFlags(
       throw new UsageError(`--pids must be a whole number of processes (got "${pids}")`);
     }
     out.pidsLimit = Number(pids);
+  }
+  return out;
+}
+
+/** Parses `--disk-quota SIZE` and `--inode-quota N` into policy fields (ranges: the policy). */
+export function parseQuotaFlags(
+  disk: string | undefined,
+  inodes: string | undefined,
+): { diskQuotaBytes?: number; inodeQuota?: number } {
+  const out: { diskQuotaBytes?: number; inodeQuota?: number } = {};
+  if (disk !== undefined) {
+    const bytes = parseByteSize(disk);
+    if (bytes === null || bytes <= 0) {
+      throw new UsageError(`--disk-quota must be a size such as 100m or 2g (got "${disk}")`);
+    }
+    out.diskQuotaBytes = bytes;
+  }
+  if (inodes !== undefined) {
+    if (!/^\d+$/.test(inodes.trim())) {
+      throw new UsageError(`--inode-quota must be a whole number of files (got "${inodes}")`);
+    }
+    out.inodeQuota = Number(inodes);
   }
   return out;
 }
@@ -166,6 +190,7 @@ async function execCommand(args: string[]): Promise<number> {
     memoryBytes: DEFAULT_MEMORY_BYTES,
     pidsLimit: DEFAULT_PIDS_LIMIT,
     ...parseLimitFlags(values.memory, values.pids),
+    ...parseQuotaFlags(values["disk-quota"], values["inode-quota"]),
   };
   const network = values.network ?? "none";
   if (!(NETWORK_MODES as readonly string[]).includes(network)) {
@@ -207,6 +232,8 @@ async function execCommand(args: string[]): Promise<number> {
 const FLAG_OF_FIELD: Record<string, string> = {
   memoryBytes: "--memory",
   pidsLimit: "--pids",
+  diskQuotaBytes: "--disk-quota",
+  inodeQuota: "--inode-quota",
   allowDomains: "--allow-domain",
 };
 
@@ -235,6 +262,12 @@ function violationNotes(status: SandboxStatus): string {
   if (status.pidsLimitHit) {
     text += `coop: process limit reached: a fork failed at ${status.limits.pids?.max} ` +
       `processes (${status.limits.path})\n`;
+  }
+  if (status.disk?.exceeded) {
+    const d = status.disk;
+    text += `coop: the workspace is over its quota (${d.after.bytes} bytes, ${d.after.inodes} ` +
+      `files${d.killed ? "; the sandbox was killed when it went over" : ""}); the next ` +
+      "command will be refused until files are deleted\n";
   }
   for (const d of status.proxyDenials) {
     text += `coop: proxy denied ${d.host}:${d.port}: ${d.reason}\n`;

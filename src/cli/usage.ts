@@ -7,7 +7,8 @@ export const USAGE = `Usage:
   coop sandbox status [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...
-                    [--memory SIZE] [--pids N] [--timeout DURATION] [--json] -- CMD [ARG...]
+                    [--memory SIZE] [--pids N] [--disk-quota SIZE] [--inode-quota N]
+                    [--timeout DURATION] [--json] -- CMD [ARG...]
 
 The config file defaults to ./coop.toml (see coop.example.toml).
 

@@ -99,3 +99,11 @@ export const tmpSize: UnitSchema = converted(
   MAX_TMP_SIZE_BYTES,
   "0 would mean no limit at all",
 );
+
+/** `disk_quota`: what a workspace may hold on disk (docs/limits.md "Disk and inode quotas"). */
+export const diskQuotaSize: UnitSchema = converted(
+  SIZE,
+  2 ** 20,
+  2 ** 50,
+  "the workspace's disk quota",
+);

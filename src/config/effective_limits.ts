@@ -32,13 +32,25 @@ export interface EffectiveLimits {
   pidsLimit: LimitValue;
   /** `cpus`, cores. */
   cpus: LimitValue;
+  /** `disk_quota`, bytes. */
+  diskQuotaBytes: LimitValue;
+  /** `inode_quota`. */
+  inodeQuota: LimitValue;
+  /** How the quotas are enforced, when there are any. */
+  quotaEnforcement: "accounting" | null;
   /** What the sandbox would apply here, by which path and why not a better one. */
   applied: AppliedLimits | null;
   /** Why no path can apply them here (the command would be refused), or null. */
   refusal: string | null;
 }
 
-const KEYS = [["memoryBytes", "memory"], ["pidsLimit", "pids_limit"], ["cpus", "cpus"]] as const;
+const KEYS = [
+  ["memoryBytes", "memory"],
+  ["pidsLimit", "pids_limit"],
+  ["cpus", "cpus"],
+  ["diskQuotaBytes", "disk_quota"],
+  ["inodeQuota", "inode_quota"],
+] as const;
 
 function sourceOf(
   rawKey: keyof RawSandboxOverrides,
@@ -93,6 +105,11 @@ export function effectiveLimits(
     memoryBytes: value(KEYS[0]),
     pidsLimit: value(KEYS[1]),
     cpus: value(KEYS[2]),
+    diskQuotaBytes: value(KEYS[3]),
+    inodeQuota: value(KEYS[4]),
+    quotaEnforcement: settings.diskQuotaBytes !== undefined || settings.inodeQuota !== undefined
+      ? "accounting"
+      : null,
     applied,
     refusal,
   };

@@ -37,6 +37,10 @@ export interface SandboxSettings {
   pidsLimit?: number;
   /** CPU limit in cores (cgroup v1 only; the sandbox refuses to start without it). */
   cpus?: number;
+  /** Disk space each workspace may use, in bytes (unset: no quota). */
+  diskQuotaBytes?: number;
+  /** Files and directories each workspace may hold (unset: no quota). */
+  inodeQuota?: number;
   /** Default `bash` timeout. */
   timeoutMs: number;
   /** Largest `bash` timeout the model may ask for. */
@@ -67,6 +71,8 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (raw.memory !== undefined) out.memoryBytes = raw.memory;
   if (raw.pids_limit !== undefined) out.pidsLimit = raw.pids_limit;
   if (raw.cpus !== undefined) out.cpus = raw.cpus;
+  if (raw.disk_quota !== undefined) out.diskQuotaBytes = raw.disk_quota;
+  if (raw.inode_quota !== undefined) out.inodeQuota = raw.inode_quota;
   if (raw.timeout !== undefined) out.timeoutMs = raw.timeout;
   if (raw.max_timeout !== undefined) out.maxTimeoutMs = raw.max_timeout;
   if (raw.tmp_size !== undefined) out.tmpSizeBytes = raw.tmp_size;
@@ -120,5 +126,7 @@ export function toSandboxPolicy(settings: SandboxSettings, workspace: string): S
     ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
     ...(settings.pidsLimit !== undefined ? { pidsLimit: settings.pidsLimit } : {}),
     ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),
+    ...(settings.diskQuotaBytes !== undefined ? { diskQuotaBytes: settings.diskQuotaBytes } : {}),
+    ...(settings.inodeQuota !== undefined ? { inodeQuota: settings.inodeQuota } : {}),
   };
 }

@@ -8,6 +8,7 @@ import { ERRNO, errnoName, errnoText } from "./errno.ts";
 import { captureOutput } from "./output_capture.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { CgroupHost } from "./cgroup_host.ts";
+import type { DiskQuotaReport } from "./disk_quota.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
 import type { ProxyDenial } from "./proxy/policy_proxy.ts";
@@ -76,6 +77,8 @@ export interface ExecResult {
   pidsLimitHit: boolean | null;
   /** The resource limits applied, and by which path (`cgroup-v1`, `rlimit`, …). */
   limits: AppliedLimits;
+  /** The workspace's disk/inode quota, its usage before and after, and what it stopped. */
+  disk: DiskQuotaReport | null;
   /** Requests the policy proxy refused, in order (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
   /**
@@ -110,6 +113,16 @@ function logViolations(command: string, result: ExecResult, expected = false): v
     warn("sandbox.limit.pids {command}: a fork failed at {pidsMax} processes", {
       ...fields,
       pidsMax: result.limits.pids?.max,
+    });
+  }
+  if (result.disk?.exceeded) {
+    warn("sandbox.limit.disk_quota {command}: the workspace is over its quota", {
+      ...fields,
+      killed: result.disk.killed,
+      bytes: result.disk.after.bytes,
+      inodes: result.disk.after.inodes,
+      quotaBytes: result.disk.quotaBytes,
+      inodeQuota: result.disk.inodeQuota,
     });
   }
   if (result.timedOut) {
@@ -179,6 +192,7 @@ export async function exec(
     oomKilled: status.oomKilled,
     pidsLimitHit: status.pidsLimitHit,
     limits: status.limits,
+    disk: status.disk,
     proxyDenials: status.proxyDenials,
     proxyRefusedConnections: status.proxyRefusedConnections,
   };

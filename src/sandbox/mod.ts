@@ -17,6 +17,7 @@ export { coopStateDir, lastSelfTest, selfTest } from "./self_test.ts";
 export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
+export type { DiskQuotaReport } from "./disk_quota.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop } from "./off_loop.ts";
@@ -53,6 +54,7 @@ export {
   SandboxError,
   SandboxLimitError,
   SandboxPolicyError,
+  SandboxQuotaError,
   SandboxSetupError,
   SandboxUnavailableError,
   SandboxWorkspaceError,

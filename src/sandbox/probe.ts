@@ -133,6 +133,33 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
   }
 }
 
+/**
+ * Measures the disk quota's enforcement: under a 1 MiB quota a 4 MiB write must stop at what
+ * is left, and the evidence names the path (enforced accounting on every host today).
+ */
+async function quotaCheck(workspace: string): Promise<ProbeCheck> {
+  const label = "workspace quotas";
+  try {
+    const r = await exec({ workspace, diskQuotaBytes: 2 ** 20 }, [
+      "sh",
+      "-c",
+      "dd if=/dev/zero of=/work/.coop-quota-probe bs=64k count=64 2>/dev/null; " +
+      "wc -c < /work/.coop-quota-probe; rm -f /work/.coop-quota-probe",
+    ], { timeoutMs: 10_000, expectViolations: true });
+    const written = Number(r.stdout.trim());
+    return {
+      id: "workspace-quotas",
+      label,
+      ok: r.disk !== null && written <= 2 ** 20,
+      evidence: `${r.disk?.enforcement ?? "none"}: a 4 MiB write stopped at ${written} bytes ` +
+        "under a 1 MiB quota (RLIMIT_FSIZE = the quota left); a workspace over its quota is " +
+        "refused before each command, and a watchdog kills a command that goes over",
+    };
+  } catch (error) {
+    return { id: "workspace-quotas", label, ok: false, evidence: String(error) };
+  }
+}
+
 /** Host paths a sandbox must never see: the invoker's home and the usual secrets. */
 export function hostSecretPaths(): string[] {
   const home = Deno.env.get("HOME");
@@ -273,6 +300,7 @@ export async function probe(): Promise<ProbeReport> {
     ];
     checks.push(appArmor);
     checks.push(await limitsCheck(workspace));
+    checks.push(await quotaCheck(workspace));
     return {
       available: true,
       platform,

@@ -12,6 +12,7 @@ import { getLogger } from "@logtape/logtape";
 import { type CgroupHost, cgroupHost } from "./cgroup_host.ts";
 import type { SandboxCgroup } from "./cgroup_files.ts";
 import { sandboxCgroup } from "./sandbox_cgroup.ts";
+import { type DiskQuotaReport, DiskQuotaWatch } from "./disk_quota.ts";
 import { timeoutProblem } from "./duration.ts";
 import { SandboxPolicyError, SandboxSetupError } from "./errors.ts";
 import { assertHostIdsFree } from "./host_ids.ts";
@@ -75,6 +76,8 @@ export interface SandboxStatus {
   pidsLimitHit: boolean | null;
   /** The resource limits applied, and by which path. */
   limits: AppliedLimits;
+  /** The workspace's disk/inode quota and usage (null without a quota). */
+  disk: DiskQuotaReport | null;
   /** Requests the policy proxy refused (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
   /** Connections the proxy refused because `proxyMaxConnections` were open (0 otherwise). */
@@ -192,7 +195,10 @@ export async function spawnWorkspaceAsGiven(
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
   const lib = await loadTrampoline();
-  const limits = planLimits(policy, options.cgroupHost ?? cgroupHost());
+  // Over quota: refused before anything starts; under it, each file is bounded by what is left.
+  const quota = await DiskQuotaWatch.before(policy);
+  const limited = quota ? { ...policy, fileSizeBytes: quota.fileSizeBytes } : policy;
+  const limits = planLimits(limited, options.cgroupHost ?? cgroupHost());
   const ids = outerIds(policy);
   // Off the event loop, and before anything is started: a workspace too large to check fails
   // here, closed (ATTACKS R12).
@@ -234,7 +240,7 @@ export async function spawnWorkspaceAsGiven(
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
   }
-  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy);
+  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy, quota);
 }
 
 /** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */
@@ -273,6 +279,7 @@ function track(
   limits: AppliedLimits,
   cgroup: SandboxCgroup | null,
   proxy: PolicyProxy | null,
+  quota: DiskQuotaWatch | null,
 ): SandboxProcess {
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
@@ -297,6 +304,7 @@ function track(
     lib.coop_close(out[OUT.go]);
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     await cgroup?.destroy();
+    const disk = quota ? await quota.finish() : null;
     await proxy?.close();
     if (rep.setupError) {
       throw logSetupFailure(setupFailure(rep.setupError.step, rep.setupError.errno), argv);
@@ -309,12 +317,13 @@ function track(
       timedOut,
       ...violations,
       limits,
+      disk,
       proxyDenials: [...(proxy?.denials ?? [])],
       proxyRefusedConnections: proxy?.refusedConnections ?? 0,
     };
   });
 
-  return {
+  const child: SandboxProcess = {
     pid,
     lib,
     limits,
@@ -327,4 +336,6 @@ function track(
       if (alive) lib.coop_kill(pidfd, signalNumber(signal));
     },
   };
+  quota?.watch(() => child.kill("SIGKILL"));
+  return child;
 }

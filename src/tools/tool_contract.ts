@@ -20,7 +20,8 @@ type SandboxOnly =
   | "oomKilled"
   | "pidsLimitHit"
   | "proxyDenials"
-  | "proxyRefusedConnections";
+  | "proxyRefusedConnections"
+  | "disk";
 
 /** Runs a shell command where the caller's trust says it must run (host or sandbox). */
 export type CommandRunner = (

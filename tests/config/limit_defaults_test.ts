@@ -120,3 +120,36 @@ Deno.test("allow_network = true is refused until network public exists; with net
   ]);
   ok(diagnostics[0].message.includes('network = "public"'));
 });
+
+Deno.test("disk_quota and inode_quota: per user and cron job, shown with their enforcement", () => {
+  const config = parse(
+    BASE.replace("[agent]", '[sandbox]\ndisk_quota = "1G"\n[agent]')
+      .replace(
+        'match = ["http:bob"]',
+        'match = ["http:bob"]\n[users.sandbox]\ninode_quota = 5000',
+      ) +
+      CRON + '[cron.sandbox]\ndisk_quota = "100M"\n',
+  );
+  const bob = effectiveLimits(config, config.users[1], undefined, NO_CGROUPS);
+  deepStrictEqual(bob.diskQuotaBytes, { value: 2 ** 30, source: "sandbox" });
+  deepStrictEqual(bob.inodeQuota, { value: 5000, source: "user" });
+  strictEqual(bob.quotaEnforcement, "accounting");
+  const job = effectiveLimits(config, config.users[1], config.cron[0], NO_CGROUPS);
+  deepStrictEqual(job.diskQuotaBytes, { value: 100 * 2 ** 20, source: "cron" });
+  const none = effectiveLimits(parse(BASE), undefined, undefined, NO_CGROUPS);
+  deepStrictEqual([none.diskQuotaBytes.value, none.quotaEnforcement], [null, null]);
+});
+
+Deno.test("disk_quota below 1M and inode_quota below 16 are config errors naming the key", () => {
+  for (
+    const [line, key] of [['disk_quota = "10k"', "disk_quota"], ["inode_quota = 3", "inode_quota"]]
+  ) {
+    let message = "";
+    try {
+      parse(BASE.replace("[agent]", `[sandbox]\n${line}\n[agent]`));
+    } catch (error) {
+      message = JSON.stringify((error as { diagnostics?: unknown }).diagnostics);
+    }
+    ok(message.includes(`sandbox.${key}`), message);
+  }
+});
