@@ -265,7 +265,7 @@ function violationNotes(status: SandboxStatus): string {
   }
   if (status.disk?.exceeded) {
     const d = status.disk;
-    text += `coop: the workspace is over its quota (${d.after.bytes} bytes, ${d.after.inodes} ` +
+    text += `coop: the workspace is over its quota (${d.after?.bytes} bytes, ${d.after?.inodes} ` +
       `files${d.killed ? "; the sandbox was killed when it went over" : ""}); the next ` +
       "command will be refused until files are deleted\n";
   }

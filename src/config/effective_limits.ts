@@ -36,8 +36,11 @@ export interface EffectiveLimits {
   diskQuotaBytes: LimitValue;
   /** `inode_quota`. */
   inodeQuota: LimitValue;
-  /** How the quotas are enforced, when there are any. */
-  quotaEnforcement: "accounting" | null;
+  /**
+   * How the quotas are enforced, when there are any: `loop-image` (root, a disk quota: hard for
+   * an empty workspace, accounting for one that already holds files) or `accounting`.
+   */
+  quotaEnforcement: "loop-image" | "accounting" | null;
   /** What the sandbox would apply here, by which path and why not a better one. */
   applied: AppliedLimits | null;
   /** Why no path can apply them here (the command would be refused), or null. */
@@ -63,7 +66,8 @@ function sourceOf(
 
 /**
  * The effective limits for `user` (and `cronJob`, which runs as a user), or for senders with no
- * user entry when both are absent; `host` is the cgroup situation to plan against.
+ * user entry when both are absent; `host` is the cgroup situation to plan against and `uid`
+ * the gateway's (root can make hard quotas).
  *
  * @example
  * ```ts
@@ -77,6 +81,7 @@ export function effectiveLimits(
   user: UserConfig | undefined,
   cronJob: CronJobConfig | undefined,
   host: CgroupHost,
+  uid: number = Deno.uid() ?? 0,
 ): EffectiveLimits {
   const settings: SandboxSettings = mergeSandboxSettings(
     config.sandbox.defaults,
@@ -107,7 +112,9 @@ export function effectiveLimits(
     cpus: value(KEYS[2]),
     diskQuotaBytes: value(KEYS[3]),
     inodeQuota: value(KEYS[4]),
-    quotaEnforcement: settings.diskQuotaBytes !== undefined || settings.inodeQuota !== undefined
+    quotaEnforcement: settings.diskQuotaBytes !== undefined && uid === 0
+      ? "loop-image"
+      : settings.diskQuotaBytes !== undefined || settings.inodeQuota !== undefined
       ? "accounting"
       : null,
     applied,

@@ -1,13 +1,16 @@
 /**
- * Disk and inode quotas of a workspace, by enforced accounting: the workspace is measured
- * before each command (over quota: the command is refused), every file a process writes is
- * bounded by what is left (RLIMIT_FSIZE), a watchdog re-measures while the command runs and
- * kills the sandbox once it goes over, and the usage after the command is reported. It needs
- * no privilege, so it is the path on every host (docs/limits.md "Disk and inode quotas").
+ * Disk and inode quotas of a workspace. Hard where the host allows it: a root gateway gives an
+ * empty workspace its own loop-mounted file system of the quota's size (loop_quota.ts), and the
+ * kernel answers ENOSPC. Otherwise by enforced accounting: the workspace is measured before
+ * each command (over quota: the command is refused), every file a process writes is bounded by
+ * what is left (RLIMIT_FSIZE), a watchdog re-measures while the command runs and kills the
+ * sandbox once it goes over, and the usage after the command is reported. Accounting needs no
+ * privilege (docs/limits.md "Disk and inode quotas").
  * @module
  */
 import { formatByteSize } from "./byte_size.ts";
 import { SandboxQuotaError } from "./errors.ts";
+import { ensureLoopQuota } from "./loop_quota.ts";
 import type { SandboxPolicy } from "./policy.ts";
 import { measureWorkspaceOffLoop, type WorkspaceUsage } from "./workspace_usage.ts";
 
@@ -16,16 +19,21 @@ export const QUOTA_WATCH_INTERVAL_MS = 200;
 
 /** What the quota did for one command (`ExecResult.disk`). */
 export interface DiskQuotaReport {
-  /** How the quota is enforced: measured and refused, bounded per file, watched. */
-  enforcement: "accounting";
+  /**
+   * How the quota is enforced: `loop-image` (the workspace's own file system: hard), or
+   * `accounting` (measured and refused, bounded per file, watched).
+   */
+  enforcement: "loop-image" | "accounting";
+  /** Why a hard quota does not apply (accounting), or null. */
+  reason: string | null;
   /** The disk quota in bytes, or null. */
   quotaBytes: number | null;
   /** The inode quota, or null. */
   inodeQuota: number | null;
-  /** The workspace's usage before the command. */
-  before: WorkspaceUsage;
-  /** Its usage after the command. */
-  after: WorkspaceUsage;
+  /** The workspace's usage before the command (null with a loop image: nothing to measure). */
+  before: WorkspaceUsage | null;
+  /** Its usage after the command (null with a loop image). */
+  after: WorkspaceUsage | null;
   /** RLIMIT_FSIZE the command ran under: the quota left (or the policy's, if smaller). */
   fileSizeBytes: number;
   /** The watchdog killed the sandbox because the workspace went over its quota. */
@@ -49,16 +57,23 @@ function over(policy: SandboxPolicy, usage: WorkspaceUsage): string | null {
 /** One command's quota: the check before, the per-file bound, the watchdog, the report. */
 export class DiskQuotaWatch {
   readonly #policy: SandboxPolicy;
-  readonly #before: WorkspaceUsage;
+  readonly #before: WorkspaceUsage | null;
   readonly #maxEntries: number;
+  readonly #reason: string | null;
   #timer: ReturnType<typeof setInterval> | undefined;
   #measuring: Promise<void> | null = null;
   #killed = false;
 
-  private constructor(policy: SandboxPolicy, before: WorkspaceUsage, maxEntries: number) {
+  private constructor(
+    policy: SandboxPolicy,
+    before: WorkspaceUsage | null,
+    maxEntries: number,
+    reason: string | null,
+  ) {
     this.#policy = policy;
     this.#before = before;
     this.#maxEntries = maxEntries;
+    this.#reason = reason;
   }
 
   /**
@@ -67,6 +82,16 @@ export class DiskQuotaWatch {
    */
   static async before(policy: SandboxPolicy): Promise<DiskQuotaWatch | null> {
     if (policy.diskQuotaBytes === undefined && policy.inodeQuota === undefined) return null;
+    let reason = "hard quotas need a disk_quota (the size of the workspace's own file system)";
+    if (policy.diskQuotaBytes !== undefined) {
+      const hard = await ensureLoopQuota(
+        policy.workspace,
+        policy.diskQuotaBytes,
+        policy.inodeQuota,
+      );
+      if ("image" in hard) return new DiskQuotaWatch(policy, null, 0, null);
+      reason = hard.reason;
+    }
     // One past the inode quota is enough to know it is exceeded.
     const maxEntries = policy.inodeQuota !== undefined ? policy.inodeQuota + 1 : policy.scanLimit;
     const usage = await measureWorkspaceOffLoop(policy.workspace, maxEntries);
@@ -84,11 +109,12 @@ export class DiskQuotaWatch {
           "inode_quota below it, or raise workspace_scan_limit",
       );
     }
-    return new DiskQuotaWatch(policy, usage, maxEntries);
+    return new DiskQuotaWatch(policy, usage, maxEntries, reason);
   }
 
   /** RLIMIT_FSIZE for the command: the quota left, or the policy's limit if smaller. */
   get fileSizeBytes(): number {
+    if (this.#before === null) return this.#policy.fileSizeBytes; // the file system bounds it
     const left = this.#policy.diskQuotaBytes === undefined
       ? Infinity
       : Math.max(0, this.#policy.diskQuotaBytes - this.#before.bytes);
@@ -97,6 +123,7 @@ export class DiskQuotaWatch {
 
   /** Starts the watchdog: `kill` ends the sandbox once its workspace goes over quota. */
   watch(kill: () => void): void {
+    if (this.#before === null) return;
     this.#timer = setInterval(() => {
       if (this.#measuring || this.#killed) return;
       this.#measuring = measureWorkspaceOffLoop(this.#policy.workspace, this.#maxEntries)
@@ -115,14 +142,29 @@ export class DiskQuotaWatch {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#measuring;
+    const quotas = {
+      quotaBytes: this.#policy.diskQuotaBytes ?? null,
+      inodeQuota: this.#policy.inodeQuota ?? null,
+      fileSizeBytes: this.fileSizeBytes,
+    };
+    if (this.#before === null) {
+      return {
+        enforcement: "loop-image",
+        reason: null,
+        ...quotas,
+        before: null,
+        after: null,
+        killed: false,
+        exceeded: false,
+      };
+    }
     const after = await measureWorkspaceOffLoop(this.#policy.workspace, this.#maxEntries);
     return {
       enforcement: "accounting",
-      quotaBytes: this.#policy.diskQuotaBytes ?? null,
-      inodeQuota: this.#policy.inodeQuota ?? null,
+      reason: this.#reason,
+      ...quotas,
       before: this.#before,
       after,
-      fileSizeBytes: this.fileSizeBytes,
       killed: this.#killed,
       exceeded: over(this.#policy, after) !== null,
     };

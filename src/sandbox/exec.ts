@@ -119,8 +119,8 @@ function logViolations(command: string, result: ExecResult, expected = false): v
     warn("sandbox.limit.disk_quota {command}: the workspace is over its quota", {
       ...fields,
       killed: result.disk.killed,
-      bytes: result.disk.after.bytes,
-      inodes: result.disk.after.inodes,
+      bytes: result.disk.after?.bytes,
+      inodes: result.disk.after?.inodes,
       quotaBytes: result.disk.quotaBytes,
       inodeQuota: result.disk.inodeQuota,
     });

@@ -5,6 +5,7 @@
  */
 import { detectAppArmorUserns } from "./apparmor_userns.ts";
 import { SandboxError } from "./errors.ts";
+import { releaseLoopQuota } from "./loop_quota.ts";
 import { exec } from "./exec.ts";
 import { disabledLayers } from "./ffi.ts";
 import { BASE_ENV, HOST_ENV_ALLOWLIST } from "./environment.ts";
@@ -134,29 +135,35 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
 }
 
 /**
- * Measures the disk quota's enforcement: under a 1 MiB quota a 4 MiB write must stop at what
- * is left, and the evidence names the path (enforced accounting on every host today).
+ * Measures the disk quota's enforcement: under an 8 MiB quota a 16 MiB write must stop, and
+ * the evidence names how (a loop-mounted image as root on an empty workspace, else accounting).
  */
 async function quotaCheck(workspace: string): Promise<ProbeCheck> {
   const label = "workspace quotas";
+  const dir = `${workspace}/quota`;
   try {
-    const r = await exec({ workspace, diskQuotaBytes: 2 ** 20 }, [
+    Deno.mkdirSync(dir);
+    const r = await exec({ workspace: dir, diskQuotaBytes: 8 * 2 ** 20 }, [
       "sh",
       "-c",
-      "dd if=/dev/zero of=/work/.coop-quota-probe bs=64k count=64 2>/dev/null; " +
-      "wc -c < /work/.coop-quota-probe; rm -f /work/.coop-quota-probe",
+      "dd if=/dev/zero of=/work/f bs=64k count=256 2>/dev/null; wc -c < /work/f",
     ], { timeoutMs: 10_000, expectViolations: true });
     const written = Number(r.stdout.trim());
+    const how = r.disk?.enforcement === "loop-image"
+      ? "the workspace's own file system of the quota's size (ENOSPC)"
+      : `RLIMIT_FSIZE = the quota left; a workspace over quota is refused before each command, ` +
+        `and a watchdog kills a command that goes over (no hard quota: ${r.disk?.reason})`;
     return {
       id: "workspace-quotas",
       label,
-      ok: r.disk !== null && written <= 2 ** 20,
-      evidence: `${r.disk?.enforcement ?? "none"}: a 4 MiB write stopped at ${written} bytes ` +
-        "under a 1 MiB quota (RLIMIT_FSIZE = the quota left); a workspace over its quota is " +
-        "refused before each command, and a watchdog kills a command that goes over",
+      ok: r.disk !== null && written <= 8 * 2 ** 20,
+      evidence: `${r.disk?.enforcement ?? "none"}: a 16 MiB write stopped at ${written} bytes ` +
+        `under an 8 MiB quota: ${how}`,
     };
   } catch (error) {
     return { id: "workspace-quotas", label, ok: false, evidence: String(error) };
+  } finally {
+    await releaseLoopQuota(dir);
   }
 }
 

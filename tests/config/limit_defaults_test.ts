@@ -130,10 +130,14 @@ Deno.test("disk_quota and inode_quota: per user and cron job, shown with their e
       ) +
       CRON + '[cron.sandbox]\ndisk_quota = "100M"\n',
   );
-  const bob = effectiveLimits(config, config.users[1], undefined, NO_CGROUPS);
+  const bob = effectiveLimits(config, config.users[1], undefined, NO_CGROUPS, 1000);
   deepStrictEqual(bob.diskQuotaBytes, { value: 2 ** 30, source: "sandbox" });
   deepStrictEqual(bob.inodeQuota, { value: 5000, source: "user" });
   strictEqual(bob.quotaEnforcement, "accounting");
+  strictEqual(
+    effectiveLimits(config, config.users[1], undefined, NO_CGROUPS, 0).quotaEnforcement,
+    "loop-image",
+  );
   const job = effectiveLimits(config, config.users[1], config.cron[0], NO_CGROUPS);
   deepStrictEqual(job.diskQuotaBytes, { value: 100 * 2 ** 20, source: "cron" });
   const none = effectiveLimits(parse(BASE), undefined, undefined, NO_CGROUPS);
