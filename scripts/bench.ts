@@ -259,4 +259,16 @@ if (import.meta.main) {
     stderr: "inherit",
   }).output();
   if (!gateway.success) console.log("gateway overhead: the comparison failed (see above)");
+  console.log();
+  const limits = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      fileURLToPath(new URL("./bench_limits.ts", import.meta.url)),
+    ],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!limits.success) console.log("limits cost: the comparison failed (see above)");
 }
