@@ -24,6 +24,7 @@ import {
   spawnSandboxed,
 } from "../sandbox/mod.ts";
 import { parseByteSize } from "../sandbox/byte_size.ts";
+import { releaseLoopQuota } from "../sandbox/loop_quota.ts";
 import { parseDuration, timeoutProblem } from "../sandbox/duration.ts";
 import { DEFAULT_MEMORY_BYTES, DEFAULT_PIDS_LIMIT } from "../config/sandbox_settings.ts";
 import { callerPath } from "./caller_path.ts";
@@ -225,7 +226,11 @@ async function execCommand(args: string[]): Promise<number> {
     printError(`coop: ${error.message}${where}\n`);
     return EXIT_SANDBOX_FAILED;
   } finally {
-    if (ownWorkspace) await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    if (ownWorkspace) {
+      // A --disk-quota as root mounted the throwaway workspace's own image on it.
+      await releaseLoopQuota(workspace);
+      await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    }
   }
 }
 
