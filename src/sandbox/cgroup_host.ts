@@ -46,6 +46,8 @@ export interface Mount {
   root: string;
   point: string;
   fstype: string;
+  /** Per-mount options (`rw`/`ro`, …). */
+  options: string[];
   superOptions: string[];
 }
 
@@ -64,6 +66,7 @@ export function parseCgroupMounts(mountinfo: string): Mount[] {
       root: unescape(fields[3]),
       point: unescape(fields[4]),
       fstype,
+      options: (fields[5] ?? "").split(","),
       superOptions: superOptions.split(","),
     });
   }
@@ -117,10 +120,17 @@ function describeV2(
   uid: number,
   read: (path: string) => string | null,
   owner: (path: string) => number | null,
+  selfPid: number,
 ): { v2: CgroupV2Host | null; v2Reason: string } {
   const mount = mounts.find((m) => m.fstype === "cgroup2");
   if (!mount || !paths.has("")) return { v2: null, v2Reason: "no cgroup2 filesystem is mounted" };
   const dir = joinCgroup(mount, paths.get("")!);
+  if (mount.options.includes("ro") || mount.superOptions.includes("ro")) {
+    return {
+      v2: null,
+      v2Reason: `cgroup v2 at ${mount.point} is mounted read-only (a container?)`,
+    };
+  }
   const controllers = (read(`${dir}/cgroup.controllers`) ?? "").trim().split(/\s+/)
     .filter(Boolean);
   const missing = V2_REQUIRED.filter((c) => !controllers.includes(c));
@@ -145,12 +155,28 @@ function describeV2(
         "(docs/limits.md)",
     };
   }
+  // Below the root, a cgroup whose processes are not all the gateway's cannot hand controllers
+  // to children ("no internal processes"): making it do so would move strangers into a leaf.
+  const isRoot = mount.root === "/" && paths.get("") === "/";
+  const enabled = (read(`${dir}/cgroup.subtree_control`) ?? "").trim().split(/\s+/);
+  if (!isRoot && V2_REQUIRED.some((c) => !enabled.includes(c))) {
+    const others = (read(`${dir}/cgroup.procs`) ?? "").split("\n")
+      .filter((p) => p && p !== String(selfPid));
+    if (others.length) {
+      return {
+        v2: null,
+        v2Reason: `cgroup v2 cgroup ${dir} also holds ${others.length} process(es) that are not ` +
+          "the gateway's, so it cannot give controllers to children: give Coop a cgroup of its " +
+          "own (a systemd service or scope with Delegate=yes)",
+      };
+    }
+  }
   return { v2: { dir, controllers }, v2Reason: "" };
 }
 
 /**
- * Describes the host from the given /proc texts (pure: `read` reads cgroupfs files and
- * `owner` gives a file's owner uid, so tests describe stand-in hosts).
+ * Describes the host from the given /proc texts (pure: `read` reads cgroupfs files, `owner`
+ * gives a file's owner uid, `selfPid` is the gateway's pid, so tests describe stand-in hosts).
  */
 export function describeCgroupHost(
   mountinfo: string,
@@ -158,10 +184,11 @@ export function describeCgroupHost(
   uid: number,
   read: (path: string) => string | null = readText,
   owner: (path: string) => number | null = ownerOf,
+  selfPid: number = Deno.pid,
 ): CgroupHost {
   const mounts = parseCgroupMounts(mountinfo);
   const paths = parseProcCgroup(procCgroup);
-  const { v2, v2Reason } = describeV2(mounts, paths, uid, read, owner);
+  const { v2, v2Reason } = describeV2(mounts, paths, uid, read, owner, selfPid);
 
   const v1: CgroupV1Host = { dirs: {}, unusable: {} };
   for (const controller of V1_CONTROLLERS) {

@@ -100,6 +100,29 @@ Deno.test("path choice: v2 delegated without cpu, cpus requested → no silent d
   assertMatch(error, /cpus = 1 cannot be enforced here: .*cgroup v2 at \S+ has no cpu controller/);
 });
 
+Deno.test("path choice: v2 read-only, or shared with strangers → not used, saying why", () => {
+  const ro = "30 25 0:26 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw";
+  const readOnly = describeCgroupHost(ro, V2_PROC, 0, offers("memory pids"), ownedBy(0));
+  assertEquals(readOnly.v2, null);
+  assertMatch(readOnly.v2Reason, /mounted read-only/);
+  // A delegated cgroup that also holds a process of someone else's (not the gateway, pid 42).
+  const files = (p: string) =>
+    p.endsWith("cgroup.controllers")
+      ? "memory pids\n"
+      : p.endsWith("cgroup.procs")
+      ? "42\n4242\n"
+      : p.endsWith("cgroup.subtree_control")
+      ? "\n"
+      : null;
+  const shared = describeCgroupHost(V2_MOUNTINFO, V2_PROC, 1000, files, ownedBy(1000), 42);
+  assertEquals(shared.v2, null);
+  assertMatch(shared.v2Reason, /also holds 1 process\(es\) that are not the gateway's/);
+  // Only the gateway: usable (its first sandbox moves it into the leaf coop-gateway).
+  const alone = (p: string) => p.endsWith("cgroup.procs") ? "42\n" : files(p);
+  const own = describeCgroupHost(V2_MOUNTINFO, V2_PROC, 1000, alone, ownedBy(1000), 42);
+  assertEquals(own.v2?.dir, SERVICE);
+});
+
 Deno.test("path choice: hybrid (this machine) → cgroup-v1 as root, rlimit otherwise", () => {
   const read = (p: string) => p.endsWith("cgroup.controllers") ? "hugetlb\n" : null;
   const root = describeCgroupHost(HYBRID_MOUNTINFO, HYBRID_PROC, 0, read, ownedBy(0));
