@@ -27,12 +27,15 @@ export type { SelfTestCheck, SelfTestResult } from "./src/sandbox/self_test.ts";
 export { NETWORK_MODES, resolvePolicy } from "./src/sandbox/policy.ts";
 export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./src/sandbox/policy.ts";
 export type { AppliedLimits, LimitPath } from "./src/sandbox/limits.ts";
+export type { DiskQuotaReport } from "./src/sandbox/disk_quota.ts";
+export type { WorkspaceUsage } from "./src/sandbox/workspace_usage.ts";
 export type { ProxyDenial } from "./src/sandbox/proxy/policy_proxy.ts";
 export type { SignalName } from "./src/sandbox/wait_status.ts";
 export {
   SandboxError,
   SandboxLimitError,
   SandboxPolicyError,
+  SandboxQuotaError,
   SandboxSetupError,
   SandboxUnavailableError,
   SandboxWorkspaceError,

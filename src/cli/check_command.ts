@@ -16,6 +16,7 @@ import {
   formatDiagnostic,
 } from "../config/config_diagnostic.ts";
 import { callerPath } from "./caller_path.ts";
+import { type CheckedLimits, checkedLimits, renderLimits } from "./check_limits.ts";
 import { probeSandbox, type SandboxProbe, type SandboxProbeResult } from "./sandbox_probe.ts";
 
 /** The default config file. */
@@ -48,6 +49,8 @@ export interface CheckReport {
    * program-running config, `.envrc`, VS Code tasks): ATTACKS F23. Not errors; read them first.
    */
   autoexec: AutoexecFile[];
+  /** The limits of each non-owner's sandboxed commands, and the path enforcing them here. */
+  limits?: CheckedLimits[];
 }
 
 const USAGE = "usage: coop check [--config FILE] [--json]";
@@ -93,6 +96,7 @@ function renderHuman(report: CheckReport): string {
   for (const d of report.errors) lines.push(`error: ${formatDiagnostic(report.config, d)}`);
   for (const d of report.warnings) lines.push(`warning: ${formatDiagnostic(report.config, d)}`);
   for (const f of report.autoexec) lines.push(autoexecWarning(f));
+  lines.push(...renderLimits(report.limits ?? []));
   if (report.sandbox) {
     lines.push(
       report.sandbox.available
@@ -145,6 +149,7 @@ export async function runCheck(
       (d.severity === "error" ? report.errors : report.warnings).push(d);
     }
     report.autoexec = await autoexecInSandboxWorkspaces(config);
+    report.limits = checkedLimits(config);
     if (config.sandbox.enabled) {
       report.sandbox = await deps.probe();
       if (!report.sandbox.available) {

@@ -14,7 +14,7 @@ import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
 import { lockStateDir, type StateLock, StateLockedError } from "../state/state_lock.ts";
 import { openStateDb } from "../state/state_db.ts";
-import { probe, type ProbeReport } from "../sandbox/mod.ts";
+import { cgroupHostWithDelegation, probe, type ProbeReport } from "../sandbox/mod.ts";
 import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
 import { writeStderr } from "./stderr.ts";
@@ -92,6 +92,8 @@ export async function startGateway(
     }
   }
   for (const f of await autoexecInSandboxWorkspaces(config)) write(`${autoexecWarning(f)}\n`);
+  // Not root and not a Delegate=yes service: ask the user's systemd for a cgroup (limits.md).
+  if (config.sandbox.enabled) await cgroupHostWithDelegation();
   // Measured, never assumed; not measured at all when the sandbox is off (nothing would use it).
   const report = config.sandbox.enabled ? await (deps.probe ?? probe)() : null;
   const banner = sandboxBanner(report, config.sandbox.enabled);

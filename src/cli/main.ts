@@ -8,6 +8,7 @@ import { explainCommand } from "./explain_command.ts";
 import { setupLogging } from "./logging.ts";
 import { memoryCommand } from "./memory_command.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
+import { setupCommand } from "./setup_command.ts";
 import { startCommand } from "./start_command.ts";
 import { USAGE } from "./usage.ts";
 import { usageCommand } from "./usage_command.ts";
@@ -30,6 +31,8 @@ async function run(args: string[]): Promise<number> {
       return await usageCommand(rest);
     case "explain":
       return await explainCommand(rest);
+    case "setup":
+      return await setupCommand(rest);
     case undefined:
     case "help":
     case "--help":

@@ -6,6 +6,7 @@
 import { parseArgs } from "node:util";
 import type { Buffer } from "node:buffer";
 import {
+  cgroupHostWithDelegation,
   exec,
   lastSelfTest,
   NETWORK_MODES,
@@ -23,7 +24,9 @@ import {
   spawnSandboxed,
 } from "../sandbox/mod.ts";
 import { parseByteSize } from "../sandbox/byte_size.ts";
+import { releaseLoopQuota } from "../sandbox/loop_quota.ts";
 import { parseDuration, timeoutProblem } from "../sandbox/duration.ts";
+import { DEFAULT_MEMORY_BYTES, DEFAULT_PIDS_LIMIT } from "../config/sandbox_settings.ts";
 import { callerPath } from "./caller_path.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
@@ -47,7 +50,7 @@ function print(text: string): void {
 
 const printError = writeStderr;
 
-/** The text of `coop sandbox status` for a probe report. */
+/** The human `coop sandbox status`: one ✓/✗ line per measured check, or why it is unavailable. */
 export function renderStatus(report: ProbeReport): string {
   const p = report.platform;
   const backend = report.backend ? `, backend ${report.backend}` : "";
@@ -57,6 +60,7 @@ export function renderStatus(report: ProbeReport): string {
   if (report.note) lines.push(`  note: ${report.note}`);
   if (!report.available) {
     lines.push(`  ✗ unavailable: ${report.error}`);
+    for (const check of report.checks) lines.push(`  ✗ ${check.label}: ${check.evidence}`);
     lines.push("  Non-owner commands will be refused (fail closed).");
     return lines.join("\n") + "\n";
   }
@@ -82,6 +86,7 @@ function renderLastSelfTest(last: SelfTestResult | undefined): string {
 
 async function statusCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: "boolean" } }, strict: true });
+  await cgroupHostWithDelegation();
   const report = await probe();
   const last = await lastSelfTest();
   print(
@@ -115,6 +120,8 @@ const EXEC_OPTIONS = {
   "allow-domain": { type: "string", multiple: true },
   memory: { type: "string" },
   pids: { type: "string" },
+  "disk-quota": { type: "string" },
+  "inode-quota": { type: "string" },
 } as const;
 
 /**
@@ -142,6 +149,28 @@ export function parseLimitFlags(
   return out;
 }
 
+/** Parses `--disk-quota SIZE` and `--inode-quota N` into policy fields (ranges: the policy). */
+export function parseQuotaFlags(
+  disk: string | undefined,
+  inodes: string | undefined,
+): { diskQuotaBytes?: number; inodeQuota?: number } {
+  const out: { diskQuotaBytes?: number; inodeQuota?: number } = {};
+  if (disk !== undefined) {
+    const bytes = parseByteSize(disk);
+    if (bytes === null || bytes <= 0) {
+      throw new UsageError(`--disk-quota must be a size such as 100m or 2g (got "${disk}")`);
+    }
+    out.diskQuotaBytes = bytes;
+  }
+  if (inodes !== undefined) {
+    if (!/^\d+$/.test(inodes.trim())) {
+      throw new UsageError(`--inode-quota must be a whole number of files (got "${inodes}")`);
+    }
+    out.inodeQuota = Number(inodes);
+  }
+  return out;
+}
+
 /** Parses `--timeout DURATION` (`30s`, `500ms`, `2m`, seconds) within the timer's range. */
 export function parseTimeoutFlag(text: string): number {
   const ms = parseDuration(text);
@@ -161,7 +190,13 @@ async function execCommand(args: string[]): Promise<number> {
     strict: true,
   });
   if (positionals.length === 0) throw new UsageError("sandbox exec needs a command after --");
-  const limits = parseLimitFlags(values.memory, values.pids);
+  // As a non-owner with no limits configured gets (docs/limits.md "Defaults").
+  const limits = {
+    memoryBytes: DEFAULT_MEMORY_BYTES,
+    pidsLimit: DEFAULT_PIDS_LIMIT,
+    ...parseLimitFlags(values.memory, values.pids),
+    ...parseQuotaFlags(values["disk-quota"], values["inode-quota"]),
+  };
   const network = values.network ?? "none";
   if (!(NETWORK_MODES as readonly string[]).includes(network)) {
     throw new UsageError(`--network must be one of ${NETWORK_MODES.join(", ")} (got "${network}")`);
@@ -180,6 +215,7 @@ async function execCommand(args: string[]): Promise<number> {
   };
   try {
     checkFlags(policy);
+    await cgroupHostWithDelegation();
     if (values.json) {
       const result = await exec(policy, positionals, { timeoutMs });
       print(JSON.stringify(result, null, 2) + "\n");
@@ -194,13 +230,19 @@ async function execCommand(args: string[]): Promise<number> {
     printError(`coop: ${error.message}${where}\n`);
     return EXIT_SANDBOX_FAILED;
   } finally {
-    if (ownWorkspace) await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    if (ownWorkspace) {
+      // A --disk-quota as root mounted the throwaway workspace's own image on it.
+      await releaseLoopQuota(workspace);
+      await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    }
   }
 }
 
 const FLAG_OF_FIELD: Record<string, string> = {
   memoryBytes: "--memory",
   pidsLimit: "--pids",
+  diskQuotaBytes: "--disk-quota",
+  inodeQuota: "--inode-quota",
   allowDomains: "--allow-domain",
 };
 
@@ -229,6 +271,12 @@ function violationNotes(status: SandboxStatus): string {
   if (status.pidsLimitHit) {
     text += `coop: process limit reached: a fork failed at ${status.limits.pids?.max} ` +
       `processes (${status.limits.path})\n`;
+  }
+  if (status.disk?.exceeded) {
+    const d = status.disk;
+    text += `coop: the workspace is over its quota (${d.after?.bytes} bytes, ${d.after?.inodes} ` +
+      `files${d.killed ? "; the sandbox was killed when it went over" : ""}); the next ` +
+      "command will be refused until files are deleted\n";
   }
   for (const d of status.proxyDenials) {
     text += `coop: proxy denied ${d.host}:${d.port}: ${d.reason}\n`;

@@ -8,10 +8,12 @@ export const USAGE = `Usage:
   coop memory rm ID [--config FILE]           the owner's view of every memory
   coop explain (--user NAME | --channel C --sender ID) [--channel C] [--group G] [--json]
                [--config FILE]                 what that person can do, and why
+  coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
   coop sandbox status [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...
-                    [--memory SIZE] [--pids N] [--timeout DURATION] [--json] -- CMD [ARG...]
+                    [--memory SIZE] [--pids N] [--disk-quota SIZE] [--inode-quota N]
+                    [--timeout DURATION] [--json] -- CMD [ARG...]
 
 The config file defaults to ./coop.toml (see coop.example.toml).
 

@@ -5,6 +5,7 @@
  */
 import { formatDuration } from "../sandbox/duration.ts";
 import { isInside } from "../sandbox/path_containment.ts";
+import { cgroupHost } from "../sandbox/mod.ts";
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 import { userScopeDirectory } from "./user_directories.ts";
@@ -22,12 +23,14 @@ export function checkSandbox(config: CoopConfig, out: ConfigDiagnostic[]): void 
   ];
   for (const [where, table] of tables) {
     if (!table) continue;
-    if (table.cpus !== undefined && Deno.uid() !== 0) {
+    if (
+      table.cpus !== undefined && Deno.uid() !== 0 && !cgroupHost().v2?.controllers.includes("cpu")
+    ) {
       out.push(configWarning(
         "config.limit_unenforceable",
         `${where}.cpus`,
-        "needs cgroups, which Coop uses only as root on this kind of host; sandboxed bash " +
-          "will refuse to run (fail closed) — see docs/limits.md",
+        "needs cgroups: a delegated cgroup v2 subtree with the cpu controller, or root on a " +
+          "cgroup v1 host; sandboxed bash will refuse to run (fail closed) — see docs/limits.md",
       ));
     }
     const domains = table.allow_domains as readonly string[] | undefined;

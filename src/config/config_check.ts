@@ -18,6 +18,7 @@ import { checkSecrets } from "./check_secrets.ts";
 import { checkGroups, checkUsers } from "./check_users.ts";
 import { checkWorkspaceAccess } from "./check_workspace_access.ts";
 import { checkNetwork } from "./check_network.ts";
+import { checkAllowNetwork } from "./allow_network_alias.ts";
 
 /**
  * Returns every problem that needs the whole config: errors stop Coop from starting.
@@ -47,5 +48,6 @@ export function checkConfig(
   checkDisabledChannels(config, out);
   checkWorkspaceAccess(config, out);
   checkNetwork(config, out);
+  checkAllowNetwork(config, out);
   return out;
 }

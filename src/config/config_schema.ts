@@ -6,6 +6,7 @@ import { z } from "zod";
 import { TRUST_LEVELS } from "../trust/trust_level.ts";
 import {
   DEFAULT_MAX_SEND_FILE_BYTES,
+  diskQuotaSize,
   memorySize,
   sendFileSize,
   timeoutDuration,
@@ -54,6 +55,11 @@ const sandboxOverrideShape = {
   memory: memorySize.optional(),
   pids_limit: z.number().int("must be a whole number").positive("must be > 0").optional(),
   cpus: z.number().positive("must be > 0").optional(),
+  disk_quota: diskQuotaSize.optional(),
+  inode_quota: z.number().int("must be a whole number").min(16, "must be at least 16")
+    .max(2 ** 32, "must be at most 4294967296").optional(),
+  /** The owner-role spec's spelling of `network` (true: "public", false: "none"); warned. */
+  allow_network: z.boolean().optional(),
   timeout: timeoutDuration.optional(),
   max_timeout: timeoutDuration.optional(),
   tmp_size: tmpSize.optional(),

@@ -110,3 +110,11 @@ export const sendFileSize: UnitSchema = converted(
   2 ** 30,
   "one file goes into one chat message",
 );
+
+/** `disk_quota`: what a workspace may hold on disk (docs/limits.md "Disk and inode quotas"). */
+export const diskQuotaSize: UnitSchema = converted(
+  SIZE,
+  2 ** 20,
+  2 ** 50,
+  "the workspace's disk quota",
+);

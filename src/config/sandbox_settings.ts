@@ -4,11 +4,19 @@
  */
 import { DEFAULT_SCAN_LIMIT, type SandboxPolicyInput } from "../sandbox/mod.ts";
 import type { RawSandboxOverrides } from "./config_schema.ts";
+import { networkOfAllowNetwork } from "./allow_network_alias.ts";
 
 /** Default `bash` timeout. */
 export const DEFAULT_TIMEOUT_MS = 120_000;
 /** Default largest `bash` timeout the model may request. */
 export const DEFAULT_MAX_TIMEOUT_MS = 600_000;
+/**
+ * Memory limit of a non-owner's sandboxed command when the config sets none (the owner-role
+ * spec's default; docs/limits.md).
+ */
+export const DEFAULT_MEMORY_BYTES = 2 * 2 ** 30;
+/** Process limit of a non-owner's sandboxed command when the config sets none. */
+export const DEFAULT_PIDS_LIMIT = 512;
 /** Default size of the sandbox's `/tmp`. */
 export const DEFAULT_TMP_SIZE_BYTES = 64 * 2 ** 20;
 
@@ -23,12 +31,16 @@ export interface SandboxSettings {
   allowDomains: readonly string[];
   /** Most proxy connections open at once (network `proxy`; the library's default when unset). */
   proxyMaxConnections?: number;
-  /** Memory limit in bytes (cgroup v1 as root, else RLIMIT_AS; docs/limits.md). */
+  /** Memory limit in bytes (a cgroup, else RLIMIT_AS; docs/limits.md); 2 GiB by default. */
   memoryBytes?: number;
-  /** Process limit (cgroup v1 pids.max as root, else RLIMIT_NPROC). */
+  /** Process limit (a cgroup's pids.max, else RLIMIT_NPROC); 512 by default. */
   pidsLimit?: number;
   /** CPU limit in cores (cgroup v1 only; the sandbox refuses to start without it). */
   cpus?: number;
+  /** Disk space each workspace may use, in bytes (unset: no quota). */
+  diskQuotaBytes?: number;
+  /** Files and directories each workspace may hold (unset: no quota). */
+  inodeQuota?: number;
   /** Default `bash` timeout. */
   timeoutMs: number;
   /** Largest `bash` timeout the model may ask for. */
@@ -48,6 +60,10 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (!raw) return {};
   const out: Partial<SandboxSettings> = {};
   if (raw.network !== undefined) out.network = raw.network;
+  else if (raw.allow_network !== undefined) {
+    const network = networkOfAllowNetwork(raw.allow_network);
+    if (network) out.network = network;
+  }
   if (raw.allow_domains !== undefined) out.allowDomains = raw.allow_domains;
   if (raw.max_connections !== undefined) {
     out.proxyMaxConnections = raw.max_connections;
@@ -55,6 +71,8 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (raw.memory !== undefined) out.memoryBytes = raw.memory;
   if (raw.pids_limit !== undefined) out.pidsLimit = raw.pids_limit;
   if (raw.cpus !== undefined) out.cpus = raw.cpus;
+  if (raw.disk_quota !== undefined) out.diskQuotaBytes = raw.disk_quota;
+  if (raw.inode_quota !== undefined) out.inodeQuota = raw.inode_quota;
   if (raw.timeout !== undefined) out.timeoutMs = raw.timeout;
   if (raw.max_timeout !== undefined) out.maxTimeoutMs = raw.max_timeout;
   if (raw.tmp_size !== undefined) out.tmpSizeBytes = raw.tmp_size;
@@ -75,6 +93,8 @@ export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings
     envPassthrough: [],
     protectedNames: [".git"],
     scanLimit: DEFAULT_SCAN_LIMIT,
+    memoryBytes: DEFAULT_MEMORY_BYTES,
+    pidsLimit: DEFAULT_PIDS_LIMIT,
     ...overridesFromRaw(raw),
   };
 }
@@ -106,5 +126,7 @@ export function toSandboxPolicy(settings: SandboxSettings, workspace: string): S
     ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
     ...(settings.pidsLimit !== undefined ? { pidsLimit: settings.pidsLimit } : {}),
     ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),
+    ...(settings.diskQuotaBytes !== undefined ? { diskQuotaBytes: settings.diskQuotaBytes } : {}),
+    ...(settings.inodeQuota !== undefined ? { inodeQuota: settings.inodeQuota } : {}),
   };
 }

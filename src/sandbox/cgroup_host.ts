@@ -1,7 +1,8 @@
 /**
  * What this host offers for cgroup-based limits: a delegated cgroup v2 subtree, cgroup v1
  * hierarchies the gateway may write (root on a v1/v2 hybrid), or neither — each with the
- * reason. Read from /proc/self/mountinfo and /proc/self/cgroup once per process.
+ * reason. Read from /proc/self/mountinfo, /proc/self/cgroup and the gateway's own v2 cgroup
+ * once per process.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -21,18 +22,34 @@ export interface CgroupV1Host {
   unusable: Partial<Record<V1Controller, string>>;
 }
 
+/** Controllers the v2 path needs for the default limits (memory and processes). */
+export const V2_REQUIRED = ["memory", "pids"] as const;
+
+/** A cgroup v2 subtree the gateway may write: sandboxes' cgroups go directly below `dir`. */
+export interface CgroupV2Host {
+  /** The gateway's own v2 cgroup (delegated to it, or any cgroup when it runs as root). */
+  dir: string;
+  /** Controllers `dir` can give its children (`cgroup.controllers`): memory, pids, maybe cpu. */
+  controllers: string[];
+}
+
 /** What the host offers; `v2Reason` says why the v2 path is not used. */
 export interface CgroupHost {
-  /** Always set: the v2 path is not implemented, and this says what was found. */
+  /** The usable delegated v2 subtree, or null (then `v2Reason` says why). */
+  v2: CgroupV2Host | null;
+  /** Why there is no usable v2 subtree ("" when there is one). */
   v2Reason: string;
   /** The v1 hierarchies (empty `dirs` when not root or not mounted). */
   v1: CgroupV1Host;
 }
 
-interface Mount {
+/** One cgroup or cgroup2 mount of /proc/self/mountinfo. */
+export interface Mount {
   root: string;
   point: string;
   fstype: string;
+  /** Per-mount options (`rw`/`ro`, …). */
+  options: string[];
   superOptions: string[];
 }
 
@@ -51,6 +68,7 @@ export function parseCgroupMounts(mountinfo: string): Mount[] {
       root: unescape(fields[3]),
       point: unescape(fields[4]),
       fstype,
+      options: (fields[5] ?? "").split(","),
       superOptions: superOptions.split(","),
     });
   }
@@ -87,29 +105,92 @@ function readText(path: string): string | null {
   }
 }
 
-/** Describes the host from the given /proc texts (pure; `read` reads cgroupfs files). */
+function ownerOf(path: string): number | null {
+  try {
+    return Deno.statSync(path).uid;
+  } catch {
+    return null;
+  }
+}
+
+/** The files systemd (Delegate=yes) and cgroups(7) hand to a delegatee, besides the directory. */
+const DELEGATED_FILES = ["cgroup.procs", "cgroup.subtree_control"];
+
+function describeV2(
+  mounts: Mount[],
+  paths: Map<string, string>,
+  uid: number,
+  read: (path: string) => string | null,
+  owner: (path: string) => number | null,
+  selfPid: number,
+): { v2: CgroupV2Host | null; v2Reason: string } {
+  const mount = mounts.find((m) => m.fstype === "cgroup2");
+  if (!mount || !paths.has("")) return { v2: null, v2Reason: "no cgroup2 filesystem is mounted" };
+  const dir = joinCgroup(mount, paths.get("")!);
+  if (mount.options.includes("ro") || mount.superOptions.includes("ro")) {
+    return {
+      v2: null,
+      v2Reason: `cgroup v2 at ${mount.point} is mounted read-only (a container?)`,
+    };
+  }
+  const controllers = (read(`${dir}/cgroup.controllers`) ?? "").trim().split(/\s+/)
+    .filter(Boolean);
+  const missing = V2_REQUIRED.filter((c) => !controllers.includes(c));
+  if (missing.length) {
+    return {
+      v2: null,
+      v2Reason: `cgroup v2 at ${mount.point} offers [${controllers.join(" ")}] to ${dir}: no ` +
+        `${missing.join("/")} controller (bound to v1 hierarchies, or not delegated)`,
+    };
+  }
+  // Root may write any cgroup; anyone else only a delegated one, whose directory and
+  // delegation files belong to them (systemd's Delegate=yes chowns exactly these).
+  const notOwned = uid === 0
+    ? []
+    : [dir, ...DELEGATED_FILES.map((f) => `${dir}/${f}`)].filter((p) => owner(p) !== uid);
+  if (notOwned.length) {
+    return {
+      v2: null,
+      v2Reason: `cgroup v2 cgroup ${dir} is not delegated to uid ${uid} (${notOwned[0]} ` +
+        `belongs to uid ${owner(notOwned[0]) ?? "?"}): run Coop as a systemd service with ` +
+        "Delegate=yes, or start it with `systemd-run --user --scope -p Delegate=yes` " +
+        "(docs/limits.md)",
+    };
+  }
+  // Below the root, a cgroup whose processes are not all the gateway's cannot hand controllers
+  // to children ("no internal processes"): making it do so would move strangers into a leaf.
+  const isRoot = mount.root === "/" && paths.get("") === "/";
+  const enabled = (read(`${dir}/cgroup.subtree_control`) ?? "").trim().split(/\s+/);
+  if (!isRoot && V2_REQUIRED.some((c) => !enabled.includes(c))) {
+    const others = (read(`${dir}/cgroup.procs`) ?? "").split("\n")
+      .filter((p) => p && p !== String(selfPid));
+    if (others.length) {
+      return {
+        v2: null,
+        v2Reason: `cgroup v2 cgroup ${dir} also holds ${others.length} process(es) that are not ` +
+          "the gateway's, so it cannot give controllers to children: give Coop a cgroup of its " +
+          "own (a systemd service or scope with Delegate=yes)",
+      };
+    }
+  }
+  return { v2: { dir, controllers }, v2Reason: "" };
+}
+
+/**
+ * Describes the host from the given /proc texts (pure: `read` reads cgroupfs files, `owner`
+ * gives a file's owner uid, `selfPid` is the gateway's pid, so tests describe stand-in hosts).
+ */
 export function describeCgroupHost(
   mountinfo: string,
   procCgroup: string,
   uid: number,
   read: (path: string) => string | null = readText,
+  owner: (path: string) => number | null = ownerOf,
+  selfPid: number = Deno.pid,
 ): CgroupHost {
   const mounts = parseCgroupMounts(mountinfo);
   const paths = parseProcCgroup(procCgroup);
-
-  let v2Reason = "no cgroup2 filesystem is mounted";
-  const v2 = mounts.find((m) => m.fstype === "cgroup2");
-  if (v2 && paths.has("")) {
-    const dir = joinCgroup(v2, paths.get("")!);
-    const controllers = (read(`${dir}/cgroup.controllers`) ?? "").trim().split(/\s+/)
-      .filter(Boolean);
-    const missing = ["memory", "pids"].filter((c) => !controllers.includes(c));
-    v2Reason = missing.length
-      ? `cgroup v2 at ${v2.point} offers [${controllers.join(" ")}] to ${dir}: no ` +
-        `${missing.join("/")} controller (bound to v1 hierarchies on this host)`
-      : `cgroup v2 at ${dir} has memory and pids, but Coop's v2 path is not implemented yet ` +
-        "(it could not be tested here)";
-  }
+  const { v2, v2Reason } = describeV2(mounts, paths, uid, read, owner, selfPid);
 
   const v1: CgroupV1Host = { dirs: {}, unusable: {} };
   for (const controller of V1_CONTROLLERS) {
@@ -124,10 +205,15 @@ export function describeCgroupHost(
       v1.dirs[controller] = joinCgroup(mount, path);
     }
   }
-  return { v2Reason, v1 };
+  return { v2, v2Reason, v1 };
 }
 
 let cached: CgroupHost | undefined;
+
+/** Forgets what `cgroupHost()` read (after the gateway moved to another cgroup). */
+export function forgetCgroupHost(): void {
+  cached = undefined;
+}
 
 /** This host's cgroup situation, read once. */
 export function cgroupHost(): CgroupHost {

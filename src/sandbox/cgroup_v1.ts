@@ -5,37 +5,25 @@
  * after the init is reaped, leftovers are killed, violations read and the cgroups removed.
  * @module
  */
-import { mkdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
-import process from "node:process";
+import { mkdirSync, rmdirSync, writeFileSync } from "node:fs";
+import {
+  type CgroupViolations,
+  counter,
+  errnoOf,
+  exists,
+  killAll,
+  removeCgroupDir,
+  type SandboxCgroup,
+  sandboxCgroupName,
+} from "./cgroup_files.ts";
 import { SandboxSetupError } from "./errors.ts";
 import type { CgroupV1Dir } from "./limits.ts";
-import { ERRNO } from "./errno.ts";
 import { stepName } from "./protocol.ts";
 
 const STEP_CGROUP = 30;
 
-let sequence = 0;
-/**
- * Tells this realm's cgroups from another's in the same process (each Worker, and each test
- * module under `deno test`, counts from 1): a clash would fail `mkdir` and the command with it.
- */
-const realm = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
-
-/** Violations read from the sandbox's cgroups at teardown. */
-export interface CgroupViolations {
-  /** The kernel's OOM killer killed a process in the sandbox (memory.oom_control oom_kill). */
-  oomKilled: boolean;
-  /** A fork or clone failed at pids.max (pids.events `max`); null without a pids cgroup. */
-  pidsLimitHit: boolean | null;
-}
-
-function errnoOf(error: unknown): number {
-  const code = (error as { code?: string }).code ?? "";
-  return ERRNO[code] ?? 5; // EIO when the runtime does not say
-}
-
 /** One sandbox's cgroups. */
-export class CgroupV1Sandbox {
+export class CgroupV1Sandbox implements SandboxCgroup {
   /** Directories, one per controller. */
   readonly dirs: Map<string, string>;
 
@@ -48,7 +36,7 @@ export class CgroupV1Sandbox {
    * throws SandboxSetupError at the `cgroup` step (fail closed: no limit, no sandbox).
    */
   static create(plan: readonly CgroupV1Dir[]): CgroupV1Sandbox {
-    const name = `coop-${process.pid}-${realm}-${++sequence}`;
+    const name = sandboxCgroupName();
     const made = new CgroupV1Sandbox(new Map());
     try {
       for (const entry of plan) {
@@ -76,6 +64,9 @@ export class CgroupV1Sandbox {
     return new TextEncoder().encode([...this.dirs.values()].map((d) => `${d}\0`).join("") + "\0");
   }
 
+  /** v1 has no cgroup.kill; the timeout's SIGKILL to the init ends the pid namespace. */
+  kill(): void {}
+
   /** Reads OOM kills and pids-limit hits; call after the init is reaped. */
   violations(): CgroupViolations {
     const memory = this.dirs.get("memory");
@@ -90,57 +81,8 @@ export class CgroupV1Sandbox {
   /** Kills anything left (v1 has no cgroup.kill) and removes the cgroups. Idempotent. */
   async destroy(): Promise<void> {
     for (const [controller, dir] of this.dirs) {
-      for (let attempt = 0; attempt < 50; attempt++) {
-        try {
-          rmdirSync(dir);
-          break;
-        } catch (error) {
-          if (errnoOf(error) === ERRNO.ENOENT) break;
-          killAll(`${dir}/cgroup.procs`);
-          if (attempt === 49) {
-            throw new Error(`cannot remove the sandbox cgroup ${dir}: ${(error as Error).message}`);
-          }
-          // A killed task leaves its cgroup once the kernel finishes its exit; that is quick.
-          await new Promise((done) => setTimeout(done, 2));
-        }
-      }
+      await removeCgroupDir(dir, () => killAll(`${dir}/cgroup.procs`));
       this.dirs.delete(controller);
-    }
-  }
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Reads `key N` from a flat-keyed cgroup file; 0 when absent. */
-function counter(path: string, key: string): number {
-  try {
-    const text = readFileSync(path, "utf8");
-    const match = new RegExp(`^${key} (\\d+)$`, "m").exec(text);
-    return match ? Number(match[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function killAll(procs: string): void {
-  let text = "";
-  try {
-    text = readFileSync(procs, "utf8");
-  } catch {
-    return;
-  }
-  for (const pid of text.split("\n").filter(Boolean)) {
-    try {
-      process.kill(Number(pid), "SIGKILL");
-    } catch {
-      // already gone
     }
   }
 }

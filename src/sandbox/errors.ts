@@ -73,3 +73,15 @@ export class SandboxWorkspaceError extends SandboxError {
     this.name = "SandboxWorkspaceError";
   }
 }
+
+/**
+ * The workspace is at or over its disk or inode quota (measured before the command), or could
+ * not be measured; the command did not run.
+ */
+export class SandboxQuotaError extends SandboxError {
+  /** `message` names the workspace, its usage, the quota and what to do. */
+  constructor(message: string) {
+    super("sandbox.quota_exceeded", message);
+    this.name = "SandboxQuotaError";
+  }
+}

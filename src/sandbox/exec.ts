@@ -7,6 +7,8 @@ import { SandboxPolicyError } from "./errors.ts";
 import { ERRNO, errnoName, errnoText } from "./errno.ts";
 import { captureOutput } from "./output_capture.ts";
 import type { AppliedLimits } from "./limits.ts";
+import type { CgroupHost } from "./cgroup_host.ts";
+import type { DiskQuotaReport } from "./disk_quota.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
 import type { ProxyDenial } from "./proxy/policy_proxy.ts";
@@ -53,6 +55,11 @@ export interface ExecOptions {
    * @ignore
    */
   platform?: HostPlatform;
+  /**
+   * Test hook: plan the limits against this stand-in host; production never sets it.
+   * @ignore
+   */
+  cgroupHost?: CgroupHost;
 }
 
 /** The outcome of a sandboxed command. */
@@ -85,6 +92,8 @@ export interface ExecResult {
    * by the kernel — not estimated from `durationMs` — as the `wait4` rusage of its init.
    */
   cpu: SandboxCpuTime;
+  /** The workspace's disk/inode quota, its usage before and after, and what it stopped. */
+  disk: DiskQuotaReport | null;
   /** Requests the policy proxy refused, in order (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
   /**
@@ -119,6 +128,16 @@ function logViolations(command: string, result: ExecResult, expected = false): v
     warn("sandbox.limit.pids {command}: a fork failed at {pidsMax} processes", {
       ...fields,
       pidsMax: result.limits.pids?.max,
+    });
+  }
+  if (result.disk?.exceeded) {
+    warn("sandbox.limit.disk_quota {command}: the workspace is over its quota", {
+      ...fields,
+      killed: result.disk.killed,
+      bytes: result.disk.after?.bytes,
+      inodes: result.disk.after?.inodes,
+      quotaBytes: result.disk.quotaBytes,
+      inodeQuota: result.disk.inodeQuota,
     });
   }
   if (result.timedOut) {
@@ -160,6 +179,7 @@ export async function exec(
     failAt: options.failAt,
     timeoutMs,
     proxy: options.proxy,
+    cgroupHost: options.cgroupHost,
   });
   const kill = () => child.kill("SIGKILL");
   options.signal?.addEventListener("abort", kill, { once: true });
@@ -197,6 +217,7 @@ export async function exec(
     pidsLimitHit: status.pidsLimitHit,
     limits: status.limits,
     cpu: status.cpu,
+    disk: status.disk,
     proxyDenials: status.proxyDenials,
     proxyRefusedConnections: status.proxyRefusedConnections,
   };

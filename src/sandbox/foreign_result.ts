@@ -25,6 +25,8 @@ export function execResultOf(run: CliResult, limits: AppliedLimits): ExecResult 
     proxyRefusedConnections: 0,
     // No per-command rusage through a CLI: the elapsed time, an upper bound, for budgets.
     cpu: { userMs: run.durationMs, systemMs: 0, measuredBy: "wall-clock" },
+    // Workspace quotas are a Linux feature (docs/limits.md); a macOS backend has none.
+    disk: null,
   };
 }
 

@@ -1,8 +1,7 @@
 /**
  * Resource limits: which enforcement path applies to a policy on this host, and exactly what
- * it enforces. Paths, best first: cgroup v2 in a delegated subtree (not implemented: never
- * available on the host this was built on), cgroup v1 when the gateway runs as root, rlimits
- * otherwise. A limit no available path can enforce is an error, never silently dropped.
+ * it enforces. Paths, best first: cgroup v2 in a delegated subtree, cgroup v1 when the gateway
+ * runs as root on a hybrid host, rlimits otherwise. A limit no available path can enforce is an error, never silently dropped.
  * docs/limits.md describes each path's guarantees and gaps.
  * @module
  */
@@ -18,11 +17,11 @@ export interface AppliedLimits {
   /** The path that enforced the memory/pids/cpu limits. */
   path: LimitPath;
   /** Memory: the whole sandbox's (cgroup, tmpfs included) or each process's address space. */
-  memory?: { bytes: number; enforcedBy: "memory.limit_in_bytes" | "RLIMIT_AS" };
+  memory?: { bytes: number; enforcedBy: "memory.max" | "memory.limit_in_bytes" | "RLIMIT_AS" };
   /** Processes and threads alive at once, the init included. */
   pids?: { max: number; enforcedBy: "pids.max" | "RLIMIT_NPROC" };
   /** CPU bandwidth in cores. */
-  cpus?: { cores: number; enforcedBy: "cpu.cfs_quota_us" };
+  cpus?: { cores: number; enforcedBy: "cpu.max" | "cpu.cfs_quota_us" };
   /** RLIMIT_CPU per process, when the policy sets one. */
   cpuTimeSeconds?: number;
   /** RLIMIT_FSIZE. */
@@ -47,6 +46,16 @@ export interface CgroupV1Dir {
   files: [string, string][];
 }
 
+/** The one cgroup v2 directory of a sandbox, below the delegated subtree. */
+export interface CgroupV2Dir {
+  /** The delegated cgroup; the sandbox's goes directly below it. */
+  parent: string;
+  /** Controllers to enable in the parent's `cgroup.subtree_control` (those limited). */
+  controllers: string[];
+  /** cgroup file → value, written in order. */
+  files: [string, string][];
+}
+
 /** How to enforce a policy's limits. */
 export interface LimitPlan {
   applied: AppliedLimits;
@@ -54,6 +63,8 @@ export interface LimitPlan {
   rlimits: [number, number][];
   /** Set on the cgroup v1 path. */
   cgroupV1?: CgroupV1Dir[];
+  /** Set on the cgroup v2 path. */
+  cgroupV2?: CgroupV2Dir;
 }
 
 /** CFS period for `cpus`: 100 ms, the kernel default. */
@@ -91,6 +102,14 @@ export function planLimits(policy: SandboxPolicy, host: CgroupHost): LimitPlan {
     ...(policy.cpuTimeSeconds !== undefined ? { cpuTimeSeconds: policy.cpuTimeSeconds } : {}),
   };
   const wanted = cgroupLimitsWanted(policy);
+  // With a delegated subtree every sandbox gets a cgroup, limited or not: its teardown is then
+  // one cgroup.kill, and status and results report one path on such a host.
+  const v2 = host.v2;
+  const v2Missing = v2 ? wanted.filter((c) => !v2.controllers.includes(c)) : [];
+  if (v2 && v2Missing.length === 0) return planV2(policy, v2.dir, wanted, rlimits, base);
+  const v2Reason = v2
+    ? `cgroup v2 at ${v2.dir} has no ${v2Missing.join("/")} controller`
+    : host.v2Reason;
   if (wanted.length === 0) {
     return {
       applied: { path: "rlimit", ...base, reason: "no memory, pids or cpu limit requested" },
@@ -99,15 +118,16 @@ export function planLimits(policy: SandboxPolicy, host: CgroupHost): LimitPlan {
   }
   const v1Missing = wanted.filter((c) => !host.v1.dirs[c]);
   if (v1Missing.length === 0) {
-    return planV1(policy, host, wanted, rlimits, base);
+    return planV1(policy, host, wanted, rlimits, base, v2Reason);
   }
   const v1Reason = v1Missing.map((c) => host.v1.unusable[c]).join("; ");
-  const reason = `${host.v2Reason}; ${v1Reason}`;
+  const reason = `${v2Reason}; ${v1Reason}`;
   if (policy.cpus !== undefined) {
     throw new SandboxLimitError(
       `cpus = ${policy.cpus} cannot be enforced here: rlimits have no CPU bandwidth limit ` +
         `and no cgroup path is available (${reason}). Run the gateway as root on a host with ` +
-        "cgroup v1 cpu, or drop the cpu limit (the wall-clock timeout still applies)",
+        "cgroup v1 cpu, or with a delegated cgroup v2 subtree that has the cpu controller, or " +
+        "drop the cpu limit (the wall-clock timeout still applies)",
     );
   }
   const applied: AppliedLimits = { path: "rlimit", ...base, reason };
@@ -134,8 +154,9 @@ function planV1(
   wanted: V1Controller[],
   rlimits: [number, number][],
   base: Omit<AppliedLimits, "path" | "reason">,
+  reason: string,
 ): LimitPlan {
-  const applied: AppliedLimits = { path: "cgroup-v1", ...base, reason: host.v2Reason };
+  const applied: AppliedLimits = { path: "cgroup-v1", ...base, reason };
   const dirs: CgroupV1Dir[] = [];
   for (const controller of wanted) {
     const parent = host.v1.dirs[controller]!;
@@ -159,4 +180,36 @@ function planV1(
     dirs.push({ controller, parent, files });
   }
   return { applied, rlimits, cgroupV1: dirs };
+}
+
+function planV2(
+  policy: SandboxPolicy,
+  parent: string,
+  wanted: V1Controller[],
+  rlimits: [number, number][],
+  base: Omit<AppliedLimits, "path" | "reason">,
+): LimitPlan {
+  const applied: AppliedLimits = {
+    path: "cgroup-v2",
+    ...base,
+    reason: "the best path: a delegated cgroup v2 subtree",
+  };
+  const files: [string, string][] = [];
+  if (policy.memoryBytes !== undefined) {
+    files.push(["memory.max", String(policy.memoryBytes)]);
+    // v2 counts swap separately (memory.swap.max is swap only): none, so the sandbox cannot
+    // swap past its limit. Absent without swap accounting; memory.max alone bounds RAM then.
+    files.push(["memory.swap.max", "0"]);
+    applied.memory = { bytes: policy.memoryBytes, enforcedBy: "memory.max" };
+  }
+  if (policy.pidsLimit !== undefined) {
+    files.push(["pids.max", String(policy.pidsLimit)]);
+    applied.pids = { max: policy.pidsLimit, enforcedBy: "pids.max" };
+  }
+  if (policy.cpus !== undefined) {
+    const quota = Math.max(1000, Math.round(policy.cpus * CFS_PERIOD_US));
+    files.push(["cpu.max", `${quota} ${CFS_PERIOD_US}`]);
+    applied.cpus = { cores: policy.cpus, enforcedBy: "cpu.max" };
+  }
+  return { applied, rlimits, cgroupV2: { parent, controllers: wanted, files } };
 }

@@ -17,6 +17,7 @@ export { coopStateDir, lastSelfTest, selfTest } from "./self_test.ts";
 export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
+export type { DiskQuotaReport } from "./disk_quota.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop } from "./off_loop.ts";
@@ -52,12 +53,14 @@ export { MIN_MEMORY_BYTES, NETWORK_MODES, resolvePolicy } from "./policy.ts";
 export { planLimits } from "./limits.ts";
 export type { AppliedLimits, LimitPath, LimitPlan } from "./limits.ts";
 export { cgroupHost } from "./cgroup_host.ts";
+export { cgroupHostWithDelegation, delegateUserScope } from "./cgroup_delegate.ts";
 export type { CgroupHost } from "./cgroup_host.ts";
 export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 export {
   SandboxError,
   SandboxLimitError,
   SandboxPolicyError,
+  SandboxQuotaError,
   SandboxSetupError,
   SandboxUnavailableError,
   SandboxWorkspaceError,

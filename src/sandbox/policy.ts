@@ -100,6 +100,12 @@ const policySchema = z.strictObject({
   /** Largest file a process may write (RLIMIT_FSIZE; beyond it: SIGXFSZ / EFBIG). */
   fileSizeBytes: z.number().int("must be a whole number of bytes")
     .min(1 << 20, "must be at least 1 MiB").max(2 ** 50).default(4 * 2 ** 30),
+  /** Disk space the workspace may use, in bytes (docs/limits.md "Disk and inode quotas"). */
+  diskQuotaBytes: z.number().int("must be a whole number of bytes")
+    .min(1 << 20, "must be at least 1 MiB").max(2 ** 50).optional(),
+  /** Files and directories the workspace may hold. */
+  inodeQuota: z.number().int("must be a whole number").min(16, "must be at least 16")
+    .max(2 ** 32, "must be at most 4294967296").optional(),
   /** Open file descriptors per process (RLIMIT_NOFILE, soft = hard). */
   openFiles: z.number().int("must be a whole number").min(64, "must be at least 64")
     .max(1 << 20, "must be at most 1048576").default(1024),
@@ -173,6 +179,10 @@ export interface SandboxPolicyInput {
   cpuTimeSeconds?: number;
   /** Largest file a process may write (RLIMIT_FSIZE); default 4 GiB. */
   fileSizeBytes?: number;
+  /** Disk space the workspace may use (bytes): refused at or over it, bounded per file. */
+  diskQuotaBytes?: number;
+  /** Files and directories the workspace may hold: refused at or over it. */
+  inodeQuota?: number;
   /** Open file descriptors per process (RLIMIT_NOFILE); default 1024. */
   openFiles?: number;
   /** `HOST[:PORT]` entries the proxy allows (network "proxy" only; docs/network.md). */
@@ -200,8 +210,17 @@ export interface SandboxPolicyInput {
  * ```
  */
 export type SandboxPolicy =
-  & Required<Omit<SandboxPolicyInput, "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds">>
-  & Pick<SandboxPolicyInput, "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds">;
+  & Required<
+    Omit<
+      SandboxPolicyInput,
+      "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds" | "diskQuotaBytes" | "inodeQuota"
+    >
+  >
+  // Absent when unset: absent means unlimited.
+  & Pick<
+    SandboxPolicyInput,
+    "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds" | "diskQuotaBytes" | "inodeQuota"
+  >;
 
 // The interfaces above are what users read; the schema is what runs. Both directions must hold.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

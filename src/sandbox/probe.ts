@@ -7,7 +7,9 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { machine, tmpdir } from "node:os";
 import process from "node:process";
+import { detectAppArmorUserns } from "./apparmor_userns.ts";
 import { SandboxError } from "./errors.ts";
+import { releaseLoopQuota } from "./loop_quota.ts";
 import { probeForeignBackend } from "./foreign_probe.ts";
 import { type HostPlatform, hostPlatform } from "./platform.ts";
 import { exec } from "./exec.ts";
@@ -108,6 +110,7 @@ const LIMITS_SCRIPT = `
 echo "as=$(grep '^Max address space' /proc/self/limits | tr -s ' ' | cut -d' ' -f4)"
 echo "nproc=$(grep '^Max processes' /proc/self/limits | tr -s ' ' | cut -d' ' -f3)"
 echo "cgroups=$(grep -E ':(memory|pids):' /proc/self/cgroup | cut -d: -f2,3 | paste -sd' ' -)"
+echo "cgroup2=$(grep '^0::' /proc/self/cgroup | cut -d: -f3)"
 (for i in $(seq ${2 * PROBE_PIDS}); do sleep 5 & echo x; done) 2>/dev/null > /tmp/forks
 echo "forks=$(wc -l < /tmp/forks)"
 `;
@@ -130,9 +133,13 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
     const path = r.limits.path;
     const seen = path === "cgroup-v1"
       ? `cgroups inside: ${v.get("cgroups") || "none"}`
+      : path === "cgroup-v2"
+      ? `cgroup v2 inside: ${v.get("cgroup2") || "none"}`
       : `RLIMIT_AS ${v.get("as")}, RLIMIT_NPROC ${v.get("nproc")} (counted per user namespace)`;
     const memoryOk = path === "cgroup-v1"
       ? /memory:\/coop-/.test(v.get("cgroups") ?? "")
+      : path === "cgroup-v2"
+      ? /\/coop-[^/]+$/.test(v.get("cgroup2") ?? "")
       : v.get("as") === String(PROBE_MEMORY);
     return {
       id: "resource-limits",
@@ -143,6 +150,39 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
     };
   } catch (error) {
     return { id: "resource-limits", label, ok: false, evidence: String(error) };
+  }
+}
+
+/**
+ * Measures the disk quota's enforcement: under an 8 MiB quota a 16 MiB write must stop, and
+ * the evidence names how (a loop-mounted image as root on an empty workspace, else accounting).
+ */
+async function quotaCheck(workspace: string): Promise<ProbeCheck> {
+  const label = "workspace quotas";
+  const dir = `${workspace}/quota`;
+  try {
+    Deno.mkdirSync(dir);
+    const r = await exec({ workspace: dir, diskQuotaBytes: 8 * 2 ** 20 }, [
+      "sh",
+      "-c",
+      "dd if=/dev/zero of=/work/f bs=64k count=256 2>/dev/null; wc -c < /work/f",
+    ], { timeoutMs: 10_000, expectViolations: true });
+    const written = Number(r.stdout.trim());
+    const how = r.disk?.enforcement === "loop-image"
+      ? "the workspace's own file system of the quota's size (ENOSPC)"
+      : `RLIMIT_FSIZE = the quota left; a workspace over quota is refused before each command, ` +
+        `and a watchdog kills a command that goes over (no hard quota: ${r.disk?.reason})`;
+    return {
+      id: "workspace-quotas",
+      label,
+      ok: r.disk !== null && written <= 8 * 2 ** 20,
+      evidence: `${r.disk?.enforcement ?? "none"}: a 16 MiB write stopped at ${written} bytes ` +
+        `under an 8 MiB quota: ${how}`,
+    };
+  } catch (error) {
+    return { id: "workspace-quotas", label, ok: false, evidence: String(error) };
+  } finally {
+    await releaseLoopQuota(dir);
   }
 }
 
@@ -172,6 +212,15 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeReport> {
     kernel: kernelRelease(),
     uid: process.getuid?.() ?? -1,
   };
+  // Ubuntu's restriction explains a sandbox that cannot start; shown with its fix either way.
+  const userns = detectAppArmorUserns();
+  const appArmor: ProbeCheck = {
+    id: "apparmor-userns",
+    label: "user namespaces allowed (AppArmor)",
+    ok: userns.ok,
+    evidence: userns.ok ? userns.evidence : `${userns.evidence}. Fix: ${userns.fix}`,
+  };
+  const unavailableChecks = userns.ok ? [] : [appArmor];
   const workspace = await mkdtemp(`${tmpdir()}/coop-probe-`);
   try {
     const result = await exec({ workspace }, [
@@ -188,7 +237,7 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeReport> {
         available: false,
         error: `the probe sandbox exited with ${result.exitCode}: ${result.stderr.trim()}`,
         platform,
-        checks: [],
+        checks: unavailableChecks,
       };
     }
     const v = parse(result.stdout);
@@ -277,7 +326,9 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeReport> {
         evidence: `a command's open fds: ${fds}`,
       },
     ];
+    checks.push(appArmor);
     checks.push(await limitsCheck(workspace));
+    checks.push(await quotaCheck(workspace));
     return {
       available: true,
       platform,
@@ -288,7 +339,13 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeReport> {
     };
   } catch (error) {
     const message = error instanceof SandboxError ? error.message : String(error);
-    return { available: false, error: message, platform, checks: [], backend: "linux-namespaces" };
+    return {
+      available: false,
+      error: message,
+      platform,
+      checks: unavailableChecks,
+      backend: "linux-namespaces",
+    };
   } finally {
     await rm(workspace, { recursive: true, force: true }).catch(() => {});
   }

@@ -3,6 +3,7 @@
  * when the cause is a known one.
  * @module
  */
+import { detectAppArmorUserns, looksLikeAppArmorDenial } from "./apparmor_userns.ts";
 import { ERRNO } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
 import { stepName } from "./protocol.ts";
@@ -14,12 +15,16 @@ export function setupFailure(step: number, errno: number): SandboxSetupError {
 }
 
 function hintFor(step: string, errno: number): string | undefined {
+  if (errno === ERRNO.EPERM || errno === ERRNO.EACCES) {
+    const userns = detectAppArmorUserns();
+    if (looksLikeAppArmorDenial(step, errno, userns)) return userns.fix!;
+  }
   if (step === "clone" && (errno === ERRNO.EPERM || errno === ERRNO.ENOSPC)) {
     return "user namespaces are unavailable: check kernel.unprivileged_userns_clone, " +
       "user.max_user_namespaces and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
   }
   if (step === "cgroup") {
-    return "the gateway could not place the sandbox in its cgroup v1 limits; the command did " +
+    return "the gateway could not place the sandbox in its cgroup limits; the command did " +
       "not run (fail closed)";
   }
   if (step === "mount-workspace" && errno === ERRNO.ENOENT) {

@@ -11,8 +11,10 @@ import { realpathSync } from "node:fs";
 import net from "node:net";
 import process from "node:process";
 import { getLogger } from "@logtape/logtape";
-import { cgroupHost } from "./cgroup_host.ts";
-import { CgroupV1Sandbox } from "./cgroup_v1.ts";
+import { type CgroupHost, cgroupHost } from "./cgroup_host.ts";
+import type { SandboxCgroup } from "./cgroup_files.ts";
+import { sandboxCgroup } from "./sandbox_cgroup.ts";
+import { type DiskQuotaReport, DiskQuotaWatch } from "./disk_quota.ts";
 import { timeoutProblem } from "./duration.ts";
 import { SandboxPolicyError, SandboxSetupError } from "./errors.ts";
 import { assertHostIdsFree } from "./host_ids.ts";
@@ -55,6 +57,8 @@ export interface SpawnOptions {
    * gateway and the CLI — never sets them.
    */
   proxy?: ProxyTestHooks;
+  /** Test hook: plan the limits against this stand-in host instead of this one's cgroups. */
+  cgroupHost?: CgroupHost;
 }
 
 /** See `SpawnOptions.proxy`: for tests only. */
@@ -85,6 +89,8 @@ export interface SandboxStatus {
   limits: AppliedLimits;
   /** CPU time the sandbox used; see `ExecResult.cpu`. */
   cpu: SandboxCpuTime;
+  /** The workspace's disk/inode quota and usage (null without a quota). */
+  disk: DiskQuotaReport | null;
   /** Requests the policy proxy refused (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
   /** Connections the proxy refused because `proxyMaxConnections` were open (0 otherwise). */
@@ -205,7 +211,10 @@ export async function spawnWorkspaceAsGiven(
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
   const lib = await loadTrampoline();
-  const limits = planLimits(policy, cgroupHost());
+  // Over quota: refused before anything starts; under it, each file is bounded by what is left.
+  const quota = await DiskQuotaWatch.before(policy);
+  const limited = quota ? { ...policy, fileSizeBytes: quota.fileSizeBytes } : policy;
+  const limits = planLimits(limited, options.cgroupHost ?? cgroupHost());
   const ids = outerIds(policy);
   // Off the event loop, and before anything is started: a workspace too large to check fails
   // here, closed (ATTACKS R12).
@@ -233,7 +242,7 @@ export async function spawnWorkspaceAsGiven(
   const params = new Int32Array(PARAM.count);
   params[PARAM.wantStdin] = options.stdin ? 1 : 0;
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
-  const cgroup = limits.cgroupV1 ? CgroupV1Sandbox.create(limits.cgroupV1) : null;
+  const cgroup = sandboxCgroup(limits);
   const attach = cgroup ? cgroup.attachList() : null;
   let out: Int32Array;
   try {
@@ -248,7 +257,7 @@ export async function spawnWorkspaceAsGiven(
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
   }
-  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy);
+  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy, quota);
 }
 
 /** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */
@@ -285,8 +294,9 @@ function track(
   argv: readonly string[],
   timeoutMs: number | undefined,
   limits: AppliedLimits,
-  cgroup: CgroupV1Sandbox | null,
+  cgroup: SandboxCgroup | null,
   proxy: PolicyProxy | null,
+  quota: DiskQuotaWatch | null,
 ): SandboxProcess {
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
@@ -304,7 +314,12 @@ function track(
     // is counted — before it exits. SIGKILL to the init follows if it has not gone by then (a
     // process stuck in the kernel, an init still in setup); that ends the pid namespace anyway.
     lib.coop_kill(pidfd, END_SIGNAL);
-    force = setTimeout(() => alive && lib.coop_kill(pidfd, signalNumber("SIGKILL")), END_GRACE_MS);
+    // The pidfd stays valid until we close it after reaping, so no pid-reuse race; on the
+    // cgroup v2 path `cgroup.kill` ends whatever is left in the sandbox's cgroup as well.
+    force = setTimeout(() => {
+      if (alive) lib.coop_kill(pidfd, signalNumber("SIGKILL"));
+      cgroup?.kill();
+    }, END_GRACE_MS);
   };
   const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
     timedOut = true;
@@ -320,6 +335,7 @@ function track(
     lib.coop_close(out[OUT.go]);
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     await cgroup?.destroy();
+    const disk = quota ? await quota.finish() : null;
     await proxy?.close();
     if (rep.setupError) {
       throw logSetupFailure(setupFailure(rep.setupError.step, rep.setupError.errno), argv);
@@ -333,12 +349,13 @@ function track(
       ...violations,
       limits,
       cpu: { ...cpu, measuredBy: "rusage" as const },
+      disk,
       proxyDenials: [...(proxy?.denials ?? [])],
       proxyRefusedConnections: proxy?.refusedConnections ?? 0,
     };
   });
 
-  return {
+  const child: SandboxProcess = {
     pid,
     lib,
     limits,
@@ -352,4 +369,6 @@ function track(
       else if (alive) lib.coop_kill(pidfd, signalNumber(signal));
     },
   };
+  quota?.watch(() => child.kill("SIGKILL"));
+  return child;
 }

@@ -21,7 +21,8 @@ type SandboxOnly =
   | "oomKilled"
   | "pidsLimitHit"
   | "proxyDenials"
-  | "proxyRefusedConnections";
+  | "proxyRefusedConnections"
+  | "disk";
 
 /** How one command runs, besides what it runs. */
 export interface CommandOptions {

@@ -15,6 +15,7 @@ Deno.test("mod.ts exports exactly the curated runtime values", () => {
     "SandboxHostIdError",
     "SandboxLimitError",
     "SandboxPolicyError",
+    "SandboxQuotaError",
     "SandboxSetupError",
     "SandboxUnavailableError",
     "SandboxWorkspaceError",
@@ -35,6 +36,7 @@ Deno.test("every error the library exports is a SandboxError with a stable code"
     new api.SandboxLimitError("x"),
     new api.SandboxHostIdError("x"),
     new api.SandboxWorkspaceError("x"),
+    new api.SandboxQuotaError("x"),
   ];
   for (const error of errors) {
     assertEquals(error instanceof api.SandboxError, true);

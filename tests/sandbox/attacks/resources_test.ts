@@ -78,13 +78,6 @@ echo zombies=$zombies; echo last_pid=$(sh -c 'echo $$')`,
       assertEquals(processFootprint().zombies, 0, "no zombie children of the gateway");
     },
   },
-  {
-    id: "R10",
-    name: "disk-inode exhaustion",
-    waitsFor: "workspace inode quotas (project quotas or a loop image); /tmp alone is bounded " +
-      "by its tmpfs size",
-    expect: () => {},
-  },
 ]);
 
 /**

@@ -1,0 +1,102 @@
+/**
+ * What the cgroup v1 and v2 limit paths share: the interface spawn.ts drives, unique names for
+ * sandbox cgroups, and small readers of cgroupfs files.
+ * @module
+ */
+import { ERRNO } from "./errno.ts";
+
+/** Violations read from the sandbox's cgroups at teardown. */
+export interface CgroupViolations {
+  /** The kernel's OOM killer killed a process in the sandbox. */
+  oomKilled: boolean;
+  /** A fork or clone failed at pids.max (pids.events `max`); null without a pids limit. */
+  pidsLimitHit: boolean | null;
+}
+
+/** One sandbox's cgroup(s), made before its init may run and removed after it is reaped. */
+export interface SandboxCgroup {
+  /** The directories as `coop_start` takes them: NUL-separated, ended by an empty string. */
+  attachList(): Uint8Array;
+  /** Kills every process in the cgroup now (the timeout); a no-op where the kernel cannot. */
+  kill(): void;
+  /** Reads OOM kills and pids-limit hits; call after the init is reaped. */
+  violations(): CgroupViolations;
+  /** Kills anything left and removes the cgroup(s). Idempotent. */
+  destroy(): Promise<void>;
+}
+
+let sequence = 0;
+/**
+ * Tells this realm's cgroups from another's in the same process (each Worker, and each test
+ * module under `deno test`, counts from 1): a clash would fail `mkdir` and the command with it.
+ */
+const realm = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
+
+/** A fresh name for one sandbox's cgroup: `coop-<gateway pid>-<realm>-<n>`. */
+export function sandboxCgroupName(): string {
+  return `coop-${Deno.pid}-${realm}-${++sequence}`;
+}
+
+/** The errno of a failed Deno file call (EIO when Deno does not say). */
+export function errnoOf(error: unknown): number {
+  const code = (error as { code?: string }).code ?? "";
+  return ERRNO[code] ?? 5;
+}
+
+/** True when `path` exists. */
+export function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Reads `key N` from a flat-keyed cgroup file; 0 when absent. */
+export function counter(path: string, key: string): number {
+  try {
+    const text = Deno.readTextFileSync(path);
+    const match = new RegExp(`^${key} (\\d+)$`, "m").exec(text);
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** SIGKILLs every pid listed in a `cgroup.procs` file (v1 has no cgroup.kill). */
+export function killAll(procs: string): void {
+  let text = "";
+  try {
+    text = Deno.readTextFileSync(procs);
+  } catch {
+    return;
+  }
+  for (const pid of text.split("\n").filter(Boolean)) {
+    try {
+      Deno.kill(Number(pid), "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/**
+ * Removes an emptied cgroup directory, calling `kill` and retrying while tasks are still
+ * leaving it (a killed task leaves once the kernel finishes its exit; that is quick).
+ */
+export async function removeCgroupDir(dir: string, kill: () => void): Promise<void> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    try {
+      Deno.removeSync(dir);
+      return;
+    } catch (error) {
+      if (errnoOf(error) === ERRNO.ENOENT) return;
+      kill();
+      if (attempt === 49) {
+        throw new Error(`cannot remove the sandbox cgroup ${dir}: ${(error as Error).message}`);
+      }
+      await new Promise((done) => setTimeout(done, 2));
+    }
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The cgroup v2 limits path, gateway side: one cgroup per sandbox directly below the delegated
+ * subtree (the gateway's own cgroup), with `memory.max`, `memory.swap.max`, `pids.max` and
+ * `cpu.max`. Made and limited before the go byte; `ffi/cgroup.c` moves the init in while it is
+ * still blocked (as on v1: a prestarted init was cloned before its policy was known);
+ * `cgroup.kill` ends it at the timeout and at teardown; `memory.events` and `pids.events` say
+ * what was hit; then the directory is removed.
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import {
+  type CgroupViolations,
+  counter,
+  errnoOf,
+  exists,
+  killAll,
+  removeCgroupDir,
+  type SandboxCgroup,
+  sandboxCgroupName,
+} from "./cgroup_files.ts";
+import { ERRNO } from "./errno.ts";
+import { SandboxSetupError } from "./errors.ts";
+import type { CgroupV2Dir } from "./limits.ts";
+import { stepName } from "./protocol.ts";
+
+const STEP_CGROUP = 30;
+const log = getLogger(["coop", "sandbox"]);
+
+/** Where the gateway's own processes go when its cgroup must give controllers to children. */
+export const GATEWAY_LEAF = "coop-gateway";
+
+/** Files absent without swap accounting; then the memory limit alone bounds RAM. */
+const OPTIONAL_FILES = new Set(["memory.swap.max"]);
+
+/** Parents whose subtree_control already enables what a sandbox needs (once per process). */
+const prepared = new Map<string, Set<string>>();
+
+/**
+ * Enables `controllers` for the children of `parent` (its `cgroup.subtree_control`). The
+ * kernel refuses that (EBUSY) while `parent` itself holds processes — "no internal processes",
+ * cgroups(7) — unless it is the root: then they are moved into the leaf `coop-gateway` first,
+ * which is what systemd's documentation asks of a delegatee. Throws the underlying error.
+ */
+export function enableControllers(parent: string, controllers: readonly string[]): void {
+  const done = prepared.get(parent) ?? new Set<string>();
+  const needed = controllers.filter((c) => !done.has(c));
+  if (needed.length === 0) return;
+  const control = `${parent}/cgroup.subtree_control`;
+  const enabled = Deno.readTextFileSync(control).trim().split(/\s+/);
+  const missing = needed.filter((c) => !enabled.includes(c));
+  if (missing.length) {
+    const request = missing.map((c) => `+${c}`).join(" ");
+    try {
+      Deno.writeTextFileSync(control, request);
+    } catch (error) {
+      if (errnoOf(error) !== ERRNO.EBUSY) throw error;
+      moveProcessesToLeaf(parent);
+      Deno.writeTextFileSync(control, request);
+    }
+  }
+  prepared.set(parent, new Set([...done, ...needed]));
+}
+
+function moveProcessesToLeaf(parent: string): void {
+  const leaf = `${parent}/${GATEWAY_LEAF}`;
+  if (!exists(leaf)) Deno.mkdirSync(leaf);
+  const pids = Deno.readTextFileSync(`${parent}/cgroup.procs`).split("\n").filter(Boolean);
+  for (const pid of pids) {
+    try {
+      Deno.writeTextFileSync(`${leaf}/cgroup.procs`, pid);
+    } catch (error) {
+      if (errnoOf(error) !== ERRNO.ESRCH) throw error; // it exited meanwhile
+    }
+  }
+  log.info("sandbox.cgroup.leaf {leaf}: moved {count} process(es) out of {parent}", {
+    leaf,
+    parent,
+    count: pids.length,
+  });
+}
+
+/** One sandbox's cgroup v2 directory. */
+export class CgroupV2Sandbox implements SandboxCgroup {
+  /** The sandbox's cgroup directory. */
+  readonly dir: string;
+  #removed = false;
+
+  private constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  /**
+   * Enables the controllers in the parent, makes the cgroup and writes its limits; on any
+   * failure removes what it made and throws SandboxSetupError at the `cgroup` step (fail
+   * closed: no limit, no sandbox).
+   */
+  static create(plan: CgroupV2Dir): CgroupV2Sandbox {
+    const dir = `${plan.parent}/${sandboxCgroupName()}`;
+    let made = false;
+    try {
+      enableControllers(plan.parent, plan.controllers);
+      Deno.mkdirSync(dir);
+      made = true;
+      for (const [file, value] of plan.files) {
+        if (OPTIONAL_FILES.has(file) && !exists(`${dir}/${file}`)) continue;
+        Deno.writeTextFileSync(`${dir}/${file}`, value);
+      }
+    } catch (error) {
+      if (made) Deno.removeSync(dir); // empty: nothing joined yet
+      throw new SandboxSetupError(
+        stepName(STEP_CGROUP),
+        errnoOf(error),
+        `cannot prepare the sandbox's cgroup v2 limits in ${plan.parent}: ` +
+          (error as Error).message,
+      );
+    }
+    return new CgroupV2Sandbox(dir);
+  }
+
+  /** The directory as `coop_start` takes it: NUL-terminated, then an empty string. */
+  attachList(): Uint8Array {
+    return new TextEncoder().encode(`${this.dir}\0\0`);
+  }
+
+  /** Kills every process in the cgroup at once (`cgroup.kill`, Linux 5.14+). */
+  kill(): void {
+    if (this.#removed) return;
+    try {
+      Deno.writeTextFileSync(`${this.dir}/cgroup.kill`, "1");
+    } catch {
+      // Before 5.14 there is no cgroup.kill: signal each listed process instead.
+      killAll(`${this.dir}/cgroup.procs`);
+    }
+  }
+
+  /** Reads OOM kills (`memory.events`) and pids-limit hits (`pids.events`). */
+  violations(): CgroupViolations {
+    const pids = exists(`${this.dir}/pids.max`) &&
+      Deno.readTextFileSync(`${this.dir}/pids.max`).trim() !== "max";
+    return {
+      oomKilled: counter(`${this.dir}/memory.events`, "oom_kill") > 0,
+      pidsLimitHit: pids ? counter(`${this.dir}/pids.events`, "max") > 0 : null,
+    };
+  }
+
+  /** Kills anything left (`cgroup.kill`) and removes the cgroup. Idempotent. */
+  async destroy(): Promise<void> {
+    if (this.#removed) return;
+    await removeCgroupDir(this.dir, () => this.kill());
+    this.#removed = true;
+  }
+}
