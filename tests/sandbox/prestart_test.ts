@@ -28,6 +28,18 @@ function ended(pid: number): boolean {
   }
 }
 
+/** Each pid's name and state, for a failure message. */
+function describe(pids: readonly number[]): string {
+  return pids.map((pid) => {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+      return `${pid} ${stat.slice(stat.indexOf("("), stat.lastIndexOf(")") + 3)}`;
+    } catch {
+      return `${pid} gone`;
+    }
+  }).join(", ");
+}
+
 async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
@@ -114,7 +126,7 @@ sandboxTest("idle inits stay bounded: one per shape after 50 concurrent commands
     await exec({ workspace, network: "host" }, ["true"]);
     assertEquals(prestartedCount(), 2, "one for network none, one for host");
     const idle = prestartedPids();
-    assert(idle.every(waitingForSpec));
+    assert(idle.every(waitingForSpec), `idle inits not waiting for a spec: ${describe(idle)}`);
     discardPrestarted();
     assertEquals(prestartedCount(), 0);
     assert(idle.every(ended), "discarded inits are killed and reaped");
