@@ -5,7 +5,7 @@ export const USAGE = `Usage:
   coop check   [--config FILE] [--json]        validate config; exit 1 on errors
   coop sandbox status [--json]
   coop sandbox test   [--json]
-  coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...
+  coop sandbox exec [--workspace DIR] [--network none|host|proxy|public] [--allow-domain HOST[:PORT]]...
                     [--memory SIZE] [--pids N] [--timeout DURATION] [--json] -- CMD [ARG...]
 
 The config file defaults to ./coop.toml (see coop.example.toml).

@@ -11,7 +11,7 @@ import { parseAllowEntry } from "../sandbox/mod.ts";
 import { PROVIDER_KINDS } from "./provider_kinds.ts";
 
 /** Network modes config accepts (docs/network.md). */
-export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
+export const CONFIG_NETWORK_MODES = ["none", "host", "proxy", "public"] as const;
 
 /** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
 export const WORKSPACE_SCOPES = ["user", "shared"] as const;

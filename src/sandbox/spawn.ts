@@ -52,6 +52,8 @@ export interface SpawnOptions {
 export interface ProxyTestHooks {
   resolve?: Resolver;
   allowPrivateAddresses?: boolean;
+  /** Addresses treated as public unicast (network "public" tests: loopback servers). */
+  publicAddresses?: readonly string[];
 }
 
 /** How a sandboxed command ended. */
@@ -198,7 +200,8 @@ export async function spawnWorkspaceAsGiven(
     policy.protectedNames,
     policy.scanLimit,
   );
-  const proxy = policy.network === "proxy" ? await startProxy(policy, ids, argv, options) : null;
+  const proxied = policy.network === "proxy" || policy.network === "public";
+  const proxy = proxied ? await startProxy(policy, ids, argv, options) : null;
   let spec: Uint8Array;
   try {
     spec = buildSpec(policy, argv, {
@@ -245,6 +248,8 @@ function startProxy(
     allowDomains: policy.allowDomains,
     resolve: options.proxy?.resolve,
     allowPrivateAddresses: options.proxy?.allowPrivateAddresses,
+    anyPublic: policy.network === "public",
+    publicForTests: options.proxy?.publicAddresses,
     neverDial: policy.proxyNeverDial,
     maxConnections: policy.proxyMaxConnections,
     socketOwner: (Deno.uid() ?? 0) === 0 ? ids : undefined,
