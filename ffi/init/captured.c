@@ -36,27 +36,34 @@ static int send_all(long fd, const char *bytes, unsigned long len) {
   return 0;
 }
 
-long coop_proxy_ask(const char *request, char *head, unsigned long cap) {
+long coop_proxy_send(const char *request) {
   long up = coop_proxy_connect();
-  if (up < 0) return up;
-  if (send_all(up, request, coop_strlen(request)) < 0) {
+  if (up >= 0 && send_all(up, request, coop_strlen(request)) < 0) {
     SYS1(__NR_close, up);
     return -EPIPE;
   }
-  /* One byte at a time: whatever follows the head (a server that speaks first) stays in the
-   * socket for the relay. The head is a few dozen bytes. */
-  unsigned long len = 0;
+  return up;
+}
+
+/* The proxy's answer to a CONNECT, when it lets the connection through. */
+#define CONNECT_OK "HTTP/1.1 200 Connection established\r\n\r\n"
+
+int coop_proxy_read_head(long up, char *head, unsigned long cap) {
+  /* Never past the head: whatever follows it (a server that speaks first) stays in the socket
+   * for the relay. Every head the proxy sends is at least as long as CONNECT_OK, so that much
+   * is read at once, then a byte at a time. */
+  unsigned long len = 0, want = sizeof CONNECT_OK - 1;
   while (len + 1 < cap) {
-    long n = SYS3(__NR_read, up, head + len, 1);
+    long n = SYS3(__NR_read, up, head + len, len < want ? want - len : 1);
     if (n == -EINTR) continue;
     if (n <= 0) break;
-    len++;
+    len += (unsigned long)n;
     if (len >= 4 && coop_strneq(head + len - 4, "\r\n\r\n", 4)) {
       head[len] = 0;
-      return up;
+      return 0;
     }
   }
-  SYS1(__NR_close, up);
+  head[len] = 0;
   return -EPROTO;
 }
 
@@ -96,13 +103,20 @@ static void serve_captured(int client, void *context) {
                          "\r\nProxy-Authorization: ", proxy_auth, "\r\n\r\n"};
   for (unsigned i = 0; i < sizeof parts / sizeof parts[0]; i++)
     coop_append(request, &len, sizeof request, parts[i]);
-  char head[4096];
-  long up = coop_proxy_ask(request, head, sizeof head);
+  long up = coop_proxy_send(request);
   if (up < 0) return; /* the client sees the connection close */
+  /* The client's first bytes go to the proxy at once, behind the CONNECT: the relay keeps
+   * them and sends them upstream only after the policy allowed and the dial succeeded. */
+  long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) return;
+  if (pid == 0) coop_relay((int)client, (int)up);
+  char head[4096];
+  int complete = coop_proxy_read_head(up, head, sizeof head) == 0;
   /* A refusal is passed on: an HTTP client shows the reason; any client sees the end. */
-  if (!coop_strneq(head, "HTTP/1.1 200 ", 13) && send_all(client, head, coop_strlen(head)) < 0)
+  if ((!complete || !coop_streq(head, CONNECT_OK)) &&
+      send_all(client, head, coop_strlen(head)) < 0)
     return;
-  coop_relay_both(client, (int)up);
+  coop_relay((int)up, client);
 }
 
 void coop_open_capture(struct coop_capture *capture) {

@@ -55,9 +55,11 @@ static int ask_proxy(const char *name, const char *auth) {
   for (unsigned i = 0; i < sizeof parts / sizeof parts[0]; i++)
     coop_append(request, &len, sizeof request, parts[i]);
   char head[1024];
-  long up = coop_proxy_ask(request, head, sizeof head);
+  long up = coop_proxy_send(request);
   if (up < 0) return RCODE_SERVFAIL;
+  int complete = coop_proxy_read_head(up, head, sizeof head) == 0;
   SYS1(__NR_close, up);
+  if (!complete) return RCODE_SERVFAIL;
   if (coop_strneq(head, "HTTP/1.1 200 ", 13)) return RCODE_OK;
   if (coop_strneq(head, "HTTP/1.1 403 ", 13)) return RCODE_NXDOMAIN;
   return RCODE_SERVFAIL;

@@ -42,7 +42,7 @@ struct coop_sigaction {
 
 /* Moves from -> to until EOF or an error, then half-closes `to` so the peer sees EOF too.
  * splice through a pipe: the bytes never enter this process. */
-__attribute__((noreturn)) static void relay(int from, int to) {
+__attribute__((noreturn)) void coop_relay(int from, int to) {
   int pipe[2];
   if (SYS2(__NR_pipe2, pipe, O_CLOEXEC) < 0) coop_exit(1);
   SYS3(__NR_fcntl, pipe[1], COOP_F_SETPIPE_SZ, COOP_PIPE_SIZE); /* best effort */
@@ -76,19 +76,14 @@ long coop_proxy_connect(void) {
   return up;
 }
 
-/* Relays both ways between two connected sockets, one process per direction. */
-__attribute__((noreturn)) void coop_relay_both(int client, int up) {
-  long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
-  if (pid < 0) coop_exit(1);
-  if (pid == 0) relay(up, client);
-  relay(client, up);
-}
-
 /* One accepted connection: dial the proxy's socket and relay both ways. */
 __attribute__((noreturn)) static void serve(int client) {
   long up = coop_proxy_connect();
   if (up < 0) coop_exit(1); /* the client sees the connection close */
-  coop_relay_both(client, (int)up);
+  long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) coop_exit(1);
+  if (pid == 0) coop_relay((int)up, client);
+  coop_relay(client, (int)up);
 }
 
 __attribute__((noreturn)) void coop_accept_forever(int listener,

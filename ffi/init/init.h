@@ -97,8 +97,8 @@ __attribute__((noreturn)) void coop_exec_command(const struct coop_spec *spec);
 void coop_start_proxy_forwarder(void);
 /* forwarder.c: a connection to the policy proxy's unix socket, or -errno. */
 long coop_proxy_connect(void);
-/* forwarder.c: relays both ways between two sockets until both ends close. */
-__attribute__((noreturn)) void coop_relay_both(int client, int up);
+/* forwarder.c: moves bytes from -> to until EOF, half-closes `to`, and exits. */
+__attribute__((noreturn)) void coop_relay(int from, int to);
 /* forwarder.c: accepts forever, forking serve_one(client, context) for each connection. */
 __attribute__((noreturn)) void coop_accept_forever(int listener,
                                                    void (*serve_one)(int client, void *context),
@@ -130,9 +130,11 @@ void coop_start_capture(struct coop_capture *capture, const struct coop_spec *sp
 /* dns_stub.c: answers DNS queries on `fd` forever (see the file). */
 __attribute__((noreturn)) void coop_dns_stub(int fd, const char *auth,
                                              struct coop_fake_names *names);
-/* captured.c: sends `request` to the policy proxy and reads its response head into `head`
- * (NUL-terminated); returns the proxy socket (the caller's to close), or -errno. */
-long coop_proxy_ask(const char *request, char *head, unsigned long cap);
+/* captured.c: connects to the policy proxy and sends `request`; the socket, or -errno. */
+long coop_proxy_send(const char *request);
+/* captured.c: reads the proxy's response head (and not a byte more) into `head`,
+ * NUL-terminated; 0, or -EPROTO when the proxy closed first (head holds what came). */
+int coop_proxy_read_head(long up, char *head, unsigned long cap);
 
 /* landlock.c: returns the Landlock ABI in force, 0 when the kernel has none. */
 int coop_apply_landlock(const struct coop_spec *spec);
