@@ -34,7 +34,10 @@ export interface ExecOptions {
    * @ignore
    */
   failAt?: StepName;
-  /** The caller runs into limits on purpose (a probe): violations are logged at debug level. */
+  /**
+   * The caller runs into limits or the proxy's policy on purpose (a probe): violations and
+   * denials are logged at debug level.
+   */
   expectViolations?: boolean;
   /** Kills the whole sandbox when aborted (the result then reports `SIGKILL`). */
   signal?: AbortSignal;
@@ -136,6 +139,7 @@ export async function exec(
     failAt: options.failAt,
     timeoutMs,
     proxy: options.proxy,
+    expectViolations: options.expectViolations,
   });
   const kill = () => child.kill("SIGKILL");
   options.signal?.addEventListener("abort", kill, { once: true });

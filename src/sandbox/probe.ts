@@ -7,6 +7,7 @@ import { SandboxError } from "./errors.ts";
 import { exec } from "./exec.ts";
 import { disabledLayers } from "./ffi.ts";
 import { BASE_ENV, HOST_ENV_ALLOWLIST } from "./environment.ts";
+import { captureCheck } from "./probe_capture.ts";
 
 /** One measured capability of the sandbox. */
 export interface ProbeCheck {
@@ -257,6 +258,7 @@ export async function probe(): Promise<ProbeReport> {
       },
     ];
     checks.push(await limitsCheck(workspace));
+    checks.push(await captureCheck(workspace));
     return {
       available: true,
       platform,

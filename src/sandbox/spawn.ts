@@ -46,6 +46,8 @@ export interface SpawnOptions {
    * gateway and the CLI — never sets them.
    */
   proxy?: ProxyTestHooks;
+  /** Proxy denials are expected (a probe): logged at debug level, not as warnings. */
+  expectViolations?: boolean;
 }
 
 /** See `SpawnOptions.proxy`: for tests only. */
@@ -253,11 +255,12 @@ function startProxy(
     neverDial: policy.proxyNeverDial,
     maxConnections: policy.proxyMaxConnections,
     socketOwner: (Deno.uid() ?? 0) === 0 ? ids : undefined,
-    onDenied: (denial) =>
-      log.warn("sandbox.proxy_denied {command}: {host}:{port} {reason}", {
-        command: argv[0],
-        ...denial,
-      }),
+    onDenied: (denial) => {
+      const message = "sandbox.proxy_denied {command}: {host}:{port} {reason}";
+      const fields = { command: argv[0], ...denial };
+      if (options.expectViolations) log.debug(message, fields);
+      else log.warn(message, fields);
+    },
     onCapReached: (maxConnections) =>
       log.warn(
         "sandbox.limit.proxy_connections {command}: {maxConnections} proxy connections open; " +

@@ -79,6 +79,7 @@ sandboxTest("coop sandbox status --json reports measured checks", async () => {
       "no-new-privs",
       "environment",
       "file-descriptors",
+      "network-capture",
     ]
   ) {
     assertEquals(byId[id], true, id);
