@@ -1,6 +1,6 @@
 /* Transparent capture (network "proxy" and "public"): every TCP connection the command opens,
  * to any address and port, ends at the capture listener inside the sandbox, which hands it to
- * the policy proxy (forwarder.c); nothing else leaves loopback.
+ * the policy proxy (captured.c); nothing else leaves loopback.
  *
  * The namespace still has no interface but lo, so nothing here can open a route out: at worst
  * a packet loops on lo and dies. What this adds, as root of the sandbox's own user and network
@@ -18,8 +18,8 @@
  *     route at all (ENETUNREACH).
  * The listener finds the original destination with SO_ORIGINAL_DST (conntrack).
  *
- * The command cannot undo any of it: its capabilities are gone, and the tables live in a
- * namespace it cannot re-enter with privileges (ATTACKS N18). */
+ * The command cannot undo any of it: it has no CAP_NET_ADMIN and no way to regain one
+ * (process.c), so the kernel refuses its route and nf_tables messages (ATTACKS N18). */
 #include "init.h"
 
 #include <linux/errno.h>
