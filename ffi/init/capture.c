@@ -9,7 +9,8 @@
  *     far as netfilter instead of failing with ENETUNREACH;
  *   - an nf_tables table, written over netlink (there is no nft program to call, and no libc):
  *       chain capture { type nat hook output priority -100;
- *                       meta l4proto tcp ip daddr != 127.0.0.0/8 redirect to :3129 }
+ *                       ip daddr 127.0.0.1 tcp dport { 3128, 3129 } accept
+ *                       meta l4proto tcp redirect to :3129 }
  *       chain refuse  { type filter hook output priority 0;
  *                       ip daddr != 127.0.0.0/8 drop }
  *     A redirected connection is at 127.0.0.1 by the time the filter sees it (nat runs
@@ -166,35 +167,47 @@ static void expr_end(struct nl_buf *b, unsigned data, unsigned elem) {
   nl_nest_end(b, elem);
 }
 
-/* cmp: register 1 <op> one byte */
-static void expr_cmp_byte(struct nl_buf *b, unsigned op, unsigned char value) {
+/* cmp: register 1 <op> the n bytes at value */
+static void expr_cmp(struct nl_buf *b, unsigned op, const void *value, unsigned n) {
   unsigned elem, data = expr_begin(b, "cmp", &elem);
   nl_u32(b, NFTA_CMP_SREG, NFT_REG_1);
   nl_u32(b, NFTA_CMP_OP, op);
   unsigned v = nl_nest(b, NFTA_CMP_DATA);
-  nl_attr(b, NFTA_DATA_VALUE, &value, 1);
+  nl_attr(b, NFTA_DATA_VALUE, value, n);
   nl_nest_end(b, v);
   expr_end(b, data, elem);
 }
 
-/* payload: the first byte of the IPv4 destination into register 1; cmp != 127 */
-static void expr_not_loopback(struct nl_buf *b) {
+/* payload: n bytes at offset of a header into register 1 */
+static void expr_payload(struct nl_buf *b, unsigned base, unsigned offset, unsigned n) {
   unsigned elem, data = expr_begin(b, "payload", &elem);
   nl_u32(b, NFTA_PAYLOAD_DREG, NFT_REG_1);
-  nl_u32(b, NFTA_PAYLOAD_BASE, NFT_PAYLOAD_NETWORK_HEADER);
-  nl_u32(b, NFTA_PAYLOAD_OFFSET, 16);
-  nl_u32(b, NFTA_PAYLOAD_LEN, 1);
+  nl_u32(b, NFTA_PAYLOAD_BASE, base);
+  nl_u32(b, NFTA_PAYLOAD_OFFSET, offset);
+  nl_u32(b, NFTA_PAYLOAD_LEN, n);
   expr_end(b, data, elem);
-  expr_cmp_byte(b, NFT_CMP_NEQ, 127);
 }
 
-/* meta l4proto <op> tcp */
-static void expr_l4proto(struct nl_buf *b, unsigned op) {
+/* meta l4proto == tcp */
+static void expr_tcp(struct nl_buf *b) {
   unsigned elem, data = expr_begin(b, "meta", &elem);
   nl_u32(b, NFTA_META_DREG, NFT_REG_1);
   nl_u32(b, NFTA_META_KEY, NFT_META_L4PROTO);
   expr_end(b, data, elem);
-  expr_cmp_byte(b, op, 6 /* IPPROTO_TCP */);
+  const unsigned char tcp = 6; /* IPPROTO_TCP */
+  expr_cmp(b, NFT_CMP_EQ, &tcp, 1);
+}
+
+/* A verdict: accept or drop. */
+static void expr_verdict(struct nl_buf *b, unsigned code) {
+  unsigned elem, data = expr_begin(b, "immediate", &elem);
+  nl_u32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
+  unsigned value = nl_nest(b, NFTA_IMMEDIATE_DATA);
+  unsigned verdict = nl_nest(b, NFTA_DATA_VERDICT);
+  nl_u32(b, NFTA_VERDICT_CODE, code);
+  nl_nest_end(b, verdict);
+  nl_nest_end(b, value);
+  expr_end(b, data, elem);
 }
 
 static void add_chain(struct nl_buf *b, const char *name, const char *type, int priority) {
@@ -238,17 +251,35 @@ static void capture_tables(void) {
   nl_end(&b, m);
   add_chain(&b, "capture", "nat", -100);
   add_chain(&b, "refuse", "filter", 0);
+  const unsigned char loopback[4] = {127, 0, 0, 1}, first_octet = 127;
 
-  /* capture: meta l4proto tcp ip daddr != 127.0.0.0/8 redirect to :COOP_CAPTURE_PORT */
+  /* capture: tcp ip daddr 127.0.0.1 tcp dport { COOP_PROXY_PORT, COOP_CAPTURE_PORT } accept —
+   * the init's own listeners are reached as they are (an accept in a nat chain: no NAT). */
   unsigned exprs;
+  const unsigned ports[] = {COOP_PROXY_PORT, COOP_CAPTURE_PORT};
+  for (unsigned i = 0; i < 2; i++) {
+    m = rule_begin(&b, "capture", &exprs);
+    expr_tcp(&b);
+    expr_payload(&b, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
+    expr_cmp(&b, NFT_CMP_EQ, loopback, 4);
+    expr_payload(&b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+    const unsigned char port[2] = {(unsigned char)(ports[i] >> 8), (unsigned char)ports[i]};
+    expr_cmp(&b, NFT_CMP_EQ, port, 2);
+    expr_verdict(&b, NF_ACCEPT);
+    rule_end(&b, m, exprs);
+  }
+
+  /* capture: meta l4proto tcp redirect to :COOP_CAPTURE_PORT — every other TCP connection,
+   * loopback included: nothing else listens inside (Landlock refuses bind), and an owner's
+   * IP-literal entry such as 127.0.0.1:11434 names the host's loopback, which only the proxy
+   * can reach. */
   m = rule_begin(&b, "capture", &exprs);
-  expr_l4proto(&b, NFT_CMP_EQ);
-  expr_not_loopback(&b);
+  expr_tcp(&b);
   unsigned elem, data = expr_begin(&b, "immediate", &elem);
   nl_u32(&b, NFTA_IMMEDIATE_DREG, NFT_REG_1);
   unsigned value = nl_nest(&b, NFTA_IMMEDIATE_DATA);
-  unsigned char port[2] = {COOP_CAPTURE_PORT >> 8, COOP_CAPTURE_PORT & 0xff};
-  nl_attr(&b, NFTA_DATA_VALUE, port, 2);
+  const unsigned char capture_port[2] = {COOP_CAPTURE_PORT >> 8, COOP_CAPTURE_PORT & 0xff};
+  nl_attr(&b, NFTA_DATA_VALUE, capture_port, 2);
   nl_nest_end(&b, value);
   expr_end(&b, data, elem);
   data = expr_begin(&b, "redir", &elem);
@@ -258,20 +289,14 @@ static void capture_tables(void) {
 
   /* refuse: ip daddr != 127.0.0.0/8 drop */
   m = rule_begin(&b, "refuse", &exprs);
-  expr_not_loopback(&b);
-  data = expr_begin(&b, "immediate", &elem);
-  nl_u32(&b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
-  value = nl_nest(&b, NFTA_IMMEDIATE_DATA);
-  unsigned verdict = nl_nest(&b, NFTA_DATA_VERDICT);
-  nl_u32(&b, NFTA_VERDICT_CODE, NF_DROP);
-  nl_nest_end(&b, verdict);
-  nl_nest_end(&b, value);
-  expr_end(&b, data, elem);
+  expr_payload(&b, NFT_PAYLOAD_NETWORK_HEADER, 16, 1);
+  expr_cmp(&b, NFT_CMP_NEQ, &first_octet, 1);
+  expr_verdict(&b, NF_DROP);
   rule_end(&b, m, exprs);
 
   m = nl_msg(&b, NFNL_MSG_BATCH_END, 0, 0, NFNL_SUBSYS_NFTABLES);
   nl_end(&b, m);
-  nl_talk(fd, &b, 5); /* table, two chains, two rules */
+  nl_talk(fd, &b, 7); /* table, two chains, four rules */
   SYS1(__NR_close, fd);
 }
 

@@ -83,9 +83,11 @@ static void serve_captured(int client, void *context) {
   struct coop_sockaddr_in dst = {0};
   int size = sizeof dst;
   if (SYS5(__NR_getsockopt, client, COOP_SOL_IP, COOP_SO_ORIGINAL_DST, &dst, &size) < 0) return;
-  /* Only redirected connections have another destination; one made to this listener
-   * directly would name it. */
-  if (dst.addr[0] == 127) return;
+  /* A connection made to this listener directly (not redirected) names it: nothing to ask. */
+  unsigned dst_port = (unsigned)dst.port[0] << 8 | dst.port[1];
+  if (dst.addr[0] == 127 && dst.addr[1] == 0 && dst.addr[2] == 0 && dst.addr[3] == 1 &&
+      dst_port == COOP_CAPTURE_PORT)
+    return;
   char host[COOP_NAME_MAX] = {0};
   unsigned index = ((unsigned)dst.addr[2] << 8 | dst.addr[3]) - 1;
   if (dst.addr[0] == COOP_FAKE_NET_A && dst.addr[1] == COOP_FAKE_NET_B &&
@@ -95,7 +97,7 @@ static void serve_captured(int client, void *context) {
    * which the policy refuses unless the owner allowed exactly it (198.18/15 never is). */
   if (!host[0]) ip_to_str(dst.addr, host);
   char port[8];
-  coop_ulong_to_str((unsigned long)dst.port[0] << 8 | dst.port[1], port);
+  coop_ulong_to_str(dst_port, port);
 
   char request[COOP_NAME_MAX * 2 + 512];
   unsigned long len = 0;

@@ -92,16 +92,21 @@ attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeo
     const out = keyValues(r.stdout);
     // Through the stub resolver, the capture listener and the policy proxy.
     assertMatch(r.stdout, new RegExp(`host=allowed.test:${server.port} path=/captured\nname=0`));
-    // The sandbox's loopback is its own: the host's server is not there.
-    assertEquals(out.ip, "7");
-    assertEquals(out.host_loopback, "ECONNREFUSED");
+    // Loopback is captured too, and 127.0.0.1:port is no entry of the allowlist: the proxy's
+    // 403 (curl shows the page), never the host's server.
+    assertEquals(out.ip, "0");
+    assertMatch(r.stdout, new RegExp(`127\\.0\\.0\\.1:${server.port} is not in the allowlist`));
+    assertEquals(out.host_loopback, "OK");
     // IPv6 has no route; UDP is dropped in the output hook; nothing may listen.
     assertEquals(out.public6, "ENETUNREACH");
     assertEquals(out.udp, "EPERM");
     assertEquals(out.bind, "EACCES");
     assertEquals(out.forwarder, "OK");
     assertMatch(r.stdout, /^nameserver 127\.0\.0\.1$/m);
-    assertEquals(r.proxyDenials, []);
+    assertEquals(r.proxyDenials.map((d) => `${d.host}:${d.port} ${d.reason}`), [
+      `127.0.0.1:${server.port} is not in the allowlist`,
+      `127.0.0.1:${server.port} is not in the allowlist`,
+    ]);
   } finally {
     await server.close();
   }

@@ -275,7 +275,42 @@ for label, host in [("ten", "ten.test"), ("lo", "lo.test"), ("literal", "10.0.0.
   };
 }
 
+/** N9 under capture: loopback is captured too; only an owner's IP-literal entry reaches the
+ * host's loopback service, and only on its port. */
+function loopbackConsent(): Attack {
+  let http: ReturnType<typeof echoServer> | undefined;
+  return {
+    id: "N9-capture",
+    name: "host loopback: reached only through an IP-literal entry, by any program",
+    needs: ["python3", "curl"],
+    prepare: () => String((http = echoServer()).port),
+    teardown: () => http?.close(),
+    policy: (port) => ({ network: "proxy", allowDomains: [`127.0.0.1:${port}`] }),
+    script: `curl -sS -m 5 --noproxy '*' http://127.0.0.1:$1/consented; echo consented=$?
+${
+      python(`
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]) + 1), timeout=5)
+s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+print("other_port=" + s.recv(200).decode().splitlines()[0])
+s = socket.create_connection(("127.0.0.1", 3129), timeout=5)
+print("listener_direct=%r" % s.recv(10))`)
+    }`,
+    expect: (r, _ws, port) => {
+      const out = keyValues(r.stdout);
+      assertMatch(r.stdout, new RegExp(`host=127.0.0.1:${port} path=/consented\nconsented=0`));
+      assertEquals(out.other_port, "HTTP/1.1 403 Blocked by Coop sandbox policy");
+      assertEquals(out.listener_direct, "b''", "a direct connection to the listener asks nothing");
+      assertEquals(r.proxyDenials, [{
+        host: "127.0.0.1",
+        port: Number(port) + 1,
+        reason: `uses port ${Number(port) + 1}, which the allowlist does not allow for this host`,
+      }]);
+    },
+  };
+}
+
 attackSuite("§4.2 capture", [
+  loopbackConsent(),
   ignoreTheProxy(),
   dnsExfiltration(),
   udpEgress(),
