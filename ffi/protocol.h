@@ -19,6 +19,12 @@
  * COOP_PROXY_SOCKET. The command may connect to that port and nowhere else (Landlock). */
 #define COOP_PROXY_PORT 3128
 #define COOP_PROXY_SOCKET "/run/coop/proxy.sock"
+/* Networks "proxy" and "public" (transparent capture, ffi/init/capture.c): every TCP
+ * connection to a non-loopback address is redirected to 127.0.0.1:COOP_CAPTURE_PORT, and the
+ * stub resolver answers on 127.0.0.1:53 with addresses from COOP_FAKE_NET/16. */
+#define COOP_CAPTURE_PORT 3129
+#define COOP_FAKE_NET_A 198 /* 198.18.0.0/15 is benchmarking space: the proxy never dials it */
+#define COOP_FAKE_NET_B 18
 
 /* The signal the gateway sends the init to end the sandbox (timeout, cancel): the init kills
  * the command and then every other process, and reaps them all before it exits, so that their
@@ -73,6 +79,7 @@ struct coop_record {
 #define COOP_STEP_NETWORK_MODE 33 /* the spec's network mode matches the init's namespace */
 #define COOP_STEP_MASK_PROC 34 /* procfs entries about the host hidden behind empty ones */
 #define COOP_STEP_IPC_LIMITS 35 /* rlimit path: the IPC namespace's memory bounded (R13) */
+#define COOP_STEP_CAPTURE 36 /* networks "proxy"/"public": route, nf_tables, capture sockets */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"
@@ -85,11 +92,12 @@ struct coop_record {
 #define COOP_TAG_FILE 'f'     /* sandbox path, content */
 #define COOP_TAG_DIR 'd'      /* sandbox path */
 #define COOP_TAG_TMP_SIZE 't' /* bytes, decimal */
-#define COOP_TAG_NET 'n'      /* "none", "host" or "proxy" */
+#define COOP_TAG_NET 'n'      /* "none", "host", "proxy" or "public" */
 #define COOP_TAG_CWD 'c'      /* sandbox path */
 #define COOP_TAG_RLIMIT 'R'   /* resource number, value (soft = hard), both decimal */
 #define COOP_TAG_FAIL_AT 'x'  /* step number: fail there on purpose (tests of error paths) */
 #define COOP_TAG_PROTECT 'p'  /* path relative to /work, re-mounted read-only over itself */
+#define COOP_TAG_PROXY_AUTH 'A' /* "Basic …": the Proxy-Authorization the init's helpers send */
 #define COOP_TAG_END 'z'
 
 #endif

@@ -27,16 +27,10 @@
 #define COOP_PIPE_SIZE (1 << 20)
 #define COOP_SA_NOCLDWAIT 2
 
-/* sockaddr_un and sockaddr_in as the kernel lays them out (<linux/in.h> wants libc's). */
+/* sockaddr_un as the kernel lays it out. */
 struct coop_sockaddr_un {
   unsigned short family;
   char path[108];
-};
-struct coop_sockaddr_in {
-  unsigned short family;
-  unsigned char port[2]; /* network order */
-  unsigned char addr[4];
-  unsigned char zero[8];
 };
 
 struct coop_sigaction {
@@ -48,7 +42,7 @@ struct coop_sigaction {
 
 /* Moves from -> to until EOF or an error, then half-closes `to` so the peer sees EOF too.
  * splice through a pipe: the bytes never enter this process. */
-__attribute__((noreturn)) static void relay(int from, int to) {
+__attribute__((noreturn)) void coop_relay(int from, int to) {
   int pipe[2];
   if (SYS2(__NR_pipe2, pipe, O_CLOEXEC) < 0) coop_exit(1);
   SYS3(__NR_fcntl, pipe[1], COOP_F_SETPIPE_SZ, COOP_PIPE_SIZE); /* best effort */
@@ -67,23 +61,34 @@ __attribute__((noreturn)) static void relay(int from, int to) {
   coop_exit(0);
 }
 
-/* One accepted connection: dial the proxy's socket and relay both ways. */
-__attribute__((noreturn)) static void serve(int client) {
+long coop_proxy_connect(void) {
   long up = SYS3(__NR_socket, COOP_AF_UNIX, COOP_SOCK_STREAM | COOP_SOCK_CLOEXEC, 0);
-  if (up < 0) coop_exit(1);
+  if (up < 0) return up;
   struct coop_sockaddr_un addr = {.family = COOP_AF_UNIX};
   memcpy(addr.path, COOP_PROXY_SOCKET, sizeof COOP_PROXY_SOCKET);
   long r;
   do r = SYS3(__NR_connect, up, &addr, sizeof addr);
   while (r == -EINTR);
-  if (r < 0) coop_exit(1); /* the client sees the connection close */
-  long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
-  if (pid < 0) coop_exit(1);
-  if (pid == 0) relay((int)up, client);
-  relay(client, (int)up);
+  if (r < 0) {
+    SYS1(__NR_close, up);
+    return r;
+  }
+  return up;
 }
 
-__attribute__((noreturn)) static void accept_loop(int listener) {
+/* One accepted connection: dial the proxy's socket and relay both ways. */
+__attribute__((noreturn)) static void serve(int client) {
+  long up = coop_proxy_connect();
+  if (up < 0) coop_exit(1); /* the client sees the connection close */
+  long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) coop_exit(1);
+  if (pid == 0) coop_relay((int)up, client);
+  coop_relay(client, (int)up);
+}
+
+__attribute__((noreturn)) void coop_accept_forever(int listener,
+                                                   void (*serve_one)(int client, void *context),
+                                                   void *context) {
   /* Children are reaped by the kernel: this process never waits for them. */
   struct coop_sigaction ign = {(void *)1 /* SIG_IGN */, COOP_SA_NOCLDWAIT, 0, 0};
   SYS4(__NR_rt_sigaction, SIGCHLD, &ign, 0, 8);
@@ -93,10 +98,16 @@ __attribute__((noreturn)) static void accept_loop(int listener) {
     long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid == 0) {
       SYS1(__NR_close, listener);
-      serve((int)client);
+      serve_one((int)client, context);
+      coop_exit(0);
     }
     SYS1(__NR_close, client);
   }
+}
+
+static void serve_proxy_client(int client, void *context) {
+  (void)context;
+  serve(client);
 }
 
 void coop_start_proxy_forwarder(void) {
@@ -115,7 +126,8 @@ void coop_start_proxy_forwarder(void) {
     /* Nothing of the command's stdio or the gateway's report pipe stays open here. */
     SYS1(__NR_close, 0), SYS1(__NR_close, 1), SYS1(__NR_close, 2);
     SYS1(__NR_close, COOP_FD_REPORT);
-    accept_loop((int)fd);
+    coop_accept_forever((int)fd, serve_proxy_client, 0);
+    coop_exit(0);
   }
   SYS1(__NR_close, fd); /* the command never inherits the listener */
 }

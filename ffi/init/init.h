@@ -15,6 +15,14 @@
 #define COOP_PATH_MAX 4096
 #define COOP_MAX_RLIMITS 16
 
+/* struct sockaddr_in as the kernel lays it out (<linux/in.h> wants libc's headers). */
+struct coop_sockaddr_in {
+  unsigned short family;
+  unsigned char port[2]; /* network order */
+  unsigned char addr[4];
+  unsigned char zero[8];
+};
+
 struct coop_pair {
   const char *a;
   const char *b;
@@ -30,6 +38,7 @@ struct coop_spec {
   int workspace_fd; /* an idmapped mount of the workspace from the gateway, or -1 */
   const char *cwd;
   const char *net;
+  const char *proxy_auth; /* "Basic …" for the init's own requests to the proxy */
   unsigned long tmp_size;
   int fail_at;
   struct {
@@ -58,6 +67,8 @@ int coop_strneq(const char *a, const char *b, unsigned long n);
 /* Joins a and b into out (size COOP_PATH_MAX); returns 0 or -ENAMETOOLONG. out may be a,
  * never b. */
 int coop_join(char *out, const char *a, const char *b);
+/* Appends s to buf (size cap) at *len, truncating; keeps buf NUL-terminated. */
+void coop_append(char *buf, unsigned long *len, unsigned long cap, const char *s);
 unsigned long coop_parse_ulong(const char *s);
 void coop_ulong_to_str(unsigned long v, char *out);
 void coop_report(int kind, int a, int b);
@@ -84,6 +95,46 @@ __attribute__((noreturn)) void coop_exec_command(const struct coop_spec *spec);
 
 /* forwarder.c: listens on 127.0.0.1:COOP_PROXY_PORT and forks the relay to the proxy. */
 void coop_start_proxy_forwarder(void);
+/* forwarder.c: a connection to the policy proxy's unix socket, or -errno. */
+long coop_proxy_connect(void);
+/* forwarder.c: moves bytes from -> to until EOF, half-closes `to`, and exits. */
+__attribute__((noreturn)) void coop_relay(int from, int to);
+/* forwarder.c: accepts forever, forking serve_one(client, context) for each connection. */
+__attribute__((noreturn)) void coop_accept_forever(int listener,
+                                                   void (*serve_one)(int client, void *context),
+                                                   void *context);
+
+/* The names the stub resolver handed out, shared (MAP_SHARED) between the stub, which writes
+ * them, and the capture listener, which reads them back from the address a connection was
+ * made to: COOP_FAKE_NET_A.COOP_FAKE_NET_B.0.0 + 1 + index. */
+#define COOP_FAKE_NAMES 4096
+#define COOP_NAME_MAX 256
+struct coop_fake_names {
+  unsigned next; /* the slot the next new name takes (oldest first once all are used) */
+  char names[COOP_FAKE_NAMES][COOP_NAME_MAX];
+};
+
+/* The sockets of transparent capture, opened while the init may still bind port 53. */
+struct coop_capture {
+  int listener; /* TCP 127.0.0.1:COOP_CAPTURE_PORT */
+  int dns;      /* UDP 127.0.0.1:53 */
+};
+
+/* capture.c: default route via lo and the nf_tables redirect (as root of the namespace). */
+void coop_setup_capture(void);
+/* captured.c: opens the capture sockets (before the capabilities are dropped). */
+void coop_open_capture(struct coop_capture *capture);
+/* captured.c: forks the stub resolver and the capture listener; the init keeps neither the
+ * sockets nor the shared table. */
+void coop_start_capture(struct coop_capture *capture, const struct coop_spec *spec);
+/* dns_stub.c: answers DNS queries on `fd` forever (see the file). */
+__attribute__((noreturn)) void coop_dns_stub(int fd, const char *auth,
+                                             struct coop_fake_names *names);
+/* captured.c: connects to the policy proxy and sends `request`; the socket, or -errno. */
+long coop_proxy_send(const char *request);
+/* captured.c: reads the proxy's response head (and not a byte more) into `head`,
+ * NUL-terminated; 0, or -EPROTO when the proxy closed first (head holds what came). */
+int coop_proxy_read_head(long up, char *head, unsigned long cap);
 
 /* landlock.c: returns the Landlock ABI in force, 0 when the kernel has none. */
 int coop_apply_landlock(const struct coop_spec *spec);

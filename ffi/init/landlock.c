@@ -53,13 +53,6 @@ struct coop_ruleset_attr {
   (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | COOP_LL_FS_TRUNCATE |    \
    COOP_LL_FS_IOCTL_DEV)
 
-/* struct landlock_net_port_attr (ABI 4). */
-#define COOP_LL_RULE_NET_PORT 2
-struct coop_net_port_attr {
-  __u64 allowed_access;
-  __u64 port;
-} __attribute__((packed));
-
 struct coop_landlock_rule {
   const char *path;
   __u64 access;
@@ -114,11 +107,14 @@ int coop_apply_landlock(const struct coop_spec *spec) {
 
   struct coop_ruleset_attr attr = {0};
   attr.handled_access_fs = fs_rights(abi);
-  /* With the host's network, TCP is left alone; in an own netns every bind and connect is
-   * refused (EACCES), loopback included — except, with network "proxy", connect to the
-   * forwarder's port (rule below). */
+  /* With the host's network, TCP is left alone; in an own netns every bind is refused
+   * (EACCES), and with network "none" every connect too, loopback included. With "proxy" and
+   * "public" every connect ends at the init's capture listener or its proxy forwarder
+   * (capture.c), so connect is left to them: Landlock can only filter by port, and any port
+   * of any address is now a question for the policy proxy. */
+  int proxied = coop_streq(spec->net, "proxy") || coop_streq(spec->net, "public");
   if (abi >= 4 && !coop_streq(spec->net, "host"))
-    attr.handled_access_net = COOP_LL_NET_BIND_TCP | COOP_LL_NET_CONNECT_TCP;
+    attr.handled_access_net = COOP_LL_NET_BIND_TCP | (proxied ? 0 : COOP_LL_NET_CONNECT_TCP);
   /* Scoped to this domain: abstract unix sockets and signals of processes outside it (the
    * host's, the gateway's) are unreachable even if a namespace is ever shared. */
   if (abi >= 6) attr.scoped = COOP_LL_SCOPE_ABSTRACT_UNIX_SOCKET | COOP_LL_SCOPE_SIGNAL;
@@ -126,13 +122,6 @@ int coop_apply_landlock(const struct coop_spec *spec) {
   long ruleset = coop_check(step, SYS3(__NR_landlock_create_ruleset, &attr, sizeof attr, 0));
   for (unsigned i = 0; i < sizeof rules / sizeof rules[0]; i++)
     add_path_rule(ruleset, rules[i].path, rules[i].access & attr.handled_access_fs);
-  /* The port rule holds for any address, but the netns has only lo, and only the forwarder
-   * listens there: nothing inside may bind. */
-  if (attr.handled_access_net && coop_streq(spec->net, "proxy")) {
-    struct coop_net_port_attr port = {.allowed_access = COOP_LL_NET_CONNECT_TCP,
-                                      .port = COOP_PROXY_PORT};
-    coop_check(step, SYS4(__NR_landlock_add_rule, ruleset, COOP_LL_RULE_NET_PORT, &port, 0));
-  }
   /* No flags: the init is single-threaded here (it forks the command only afterwards), so
    * the domain covers every task of the sandbox without ABI 8's TSYNC. */
   coop_check(step, SYS2(__NR_landlock_restrict_self, ruleset, 0));

@@ -221,14 +221,26 @@ void coop_init_main(const long *stack) {
   coop_step(&spec, COOP_STEP_CHDIR);
   coop_check(COOP_STEP_CHDIR, SYS1(__NR_chdir, spec.cwd));
 
+  /* Transparent capture needs the namespace's CAP_NET_ADMIN (route, nf_tables) and
+   * CAP_NET_BIND_SERVICE (port 53): before the capabilities go. */
+  int proxied = coop_streq(spec.net, "proxy") || coop_streq(spec.net, "public");
+  struct coop_capture capture = {-1, -1};
+  if (proxied) {
+    coop_step(&spec, COOP_STEP_CAPTURE);
+    coop_setup_capture();
+    coop_open_capture(&capture);
+  }
+
   coop_step(&spec, COOP_STEP_DROP_CAPABILITIES);
   coop_drop_privileges();
 
-  /* The forwarder starts without capabilities but before Landlock and seccomp: it must
-   * connect to the proxy's unix socket, and stays outside the command's Landlock domain. */
-  if (coop_streq(spec.net, "proxy")) {
+  /* The forwarder and the capture helpers start without capabilities but before Landlock and
+   * seccomp: they must connect to the proxy's unix socket, and stay outside the command's
+   * Landlock domain. */
+  if (proxied) {
     coop_step(&spec, COOP_STEP_PROXY_FORWARDER);
     coop_start_proxy_forwarder();
+    coop_start_capture(&capture, &spec);
   }
 
   /* Landlock before seccomp: the filter doesn't deny the landlock_* calls, but installing

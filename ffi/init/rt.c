@@ -55,6 +55,11 @@ int coop_join(char *out, const char *a, const char *b) {
   return 0;
 }
 
+void coop_append(char *buf, unsigned long *len, unsigned long cap, const char *s) {
+  while (*s && *len + 1 < cap) buf[(*len)++] = *s++;
+  buf[*len] = 0;
+}
+
 unsigned long coop_parse_ulong(const char *s) {
   unsigned long v = 0;
   while (*s >= '0' && *s <= '9') v = v * 10 + (unsigned long)(*s++ - '0');

@@ -41,6 +41,7 @@ void coop_read_spec(struct coop_spec *spec) {
   spec->cwd = "/work";
   spec->hostname = "coop";
   spec->net = "none";
+  spec->proxy_auth = "";
   for (;;) {
     if (pos >= len) coop_fail(COOP_STEP_SPEC, EINVAL);
     char tag = spec_buf[pos++];
@@ -63,6 +64,7 @@ void coop_read_spec(struct coop_spec *spec) {
     case COOP_TAG_WORKSPACE: spec->workspace = take(&pos, len); break;
     case COOP_TAG_CWD: spec->cwd = take(&pos, len); break;
     case COOP_TAG_NET: spec->net = take(&pos, len); break;
+    case COOP_TAG_PROXY_AUTH: spec->proxy_auth = take(&pos, len); break;
     case COOP_TAG_TMP_SIZE: spec->tmp_size = coop_parse_ulong(take(&pos, len)); break;
     case COOP_TAG_RLIMIT:
       if (spec->rlimit_count >= COOP_MAX_RLIMITS) coop_fail(COOP_STEP_SPEC, E2BIG);

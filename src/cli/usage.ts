@@ -11,7 +11,7 @@ export const USAGE = `Usage:
   coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
   coop sandbox status [--json]
   coop sandbox test   [--json]
-  coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...
+  coop sandbox exec [--workspace DIR] [--network none|host|proxy|public] [--allow-domain HOST[:PORT]]...
                     [--memory SIZE] [--pids N] [--disk-quota SIZE] [--inode-quota N]
                     [--timeout DURATION] [--json] -- CMD [ARG...]
 

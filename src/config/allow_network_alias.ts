@@ -7,18 +7,16 @@ import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 
 /** A network mode `allow_network` can stand for. */
-export type AliasedNetwork = "none";
+export type AliasedNetwork = "none" | "public";
 
 /**
  * The `network` that `allow_network = value` stands for, or null when this build has none.
  *
- * `false` is `"none"`. `true` means "the internet, not the LAN", which is the `public` mode of
- * issue 15 (transparent networking, another branch): until it is merged `true` maps to nothing
- * and `coop check` refuses it (`config.allow_network_unsupported`). The merge changes only this
- * function: `return allow ? "public" : "none"`.
+ * `false` is `"none"`. `true` means "the internet, not the LAN": the `public` mode (any public
+ * unicast address, nothing private, loopback, link-local or metadata; docs/network.md).
  */
 export function networkOfAllowNetwork(allow: boolean): AliasedNetwork | null {
-  return allow ? null : "none";
+  return allow ? "public" : "none";
 }
 
 /** The preferred spelling of `allow_network = value`, for messages. */

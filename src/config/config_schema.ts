@@ -20,7 +20,7 @@ import { budgetSchema } from "./budget_settings.ts";
 import { signalChannelSchema, telegramChannelSchema } from "./messenger_schema.ts";
 
 /** Network modes config accepts (docs/network.md). */
-export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
+export const CONFIG_NETWORK_MODES = ["none", "host", "proxy", "public"] as const;
 
 /** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
 export const WORKSPACE_SCOPES = ["user", "shared"] as const;

@@ -25,8 +25,8 @@ export const DEFAULT_TMP_SIZE_BYTES = 64 * 2 ** 20;
  * sandbox's policy.
  */
 export interface SandboxSettings {
-  /** `none`, `host` or `proxy` (docs/network.md). */
-  network: "none" | "host" | "proxy";
+  /** `none`, `host`, `proxy` or `public` (docs/network.md). */
+  network: "none" | "host" | "proxy" | "public";
   /** `HOST[:PORT]` entries reachable through the proxy (network `proxy` only). */
   allowDomains: readonly string[];
   /** Most proxy connections open at once (network `proxy`; the library's default when unset). */

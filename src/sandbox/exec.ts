@@ -40,7 +40,10 @@ export interface ExecOptions {
    * @ignore
    */
   failAt?: StepName;
-  /** The caller runs into limits on purpose (a probe): violations are logged at debug level. */
+  /**
+   * The caller runs into limits or the proxy's policy on purpose (a probe): violations and
+   * denials are logged at debug level.
+   */
   expectViolations?: boolean;
   /** Kills the whole sandbox when aborted (the result then reports `SIGKILL`). */
   signal?: AbortSignal;
@@ -180,6 +183,7 @@ export async function exec(
     timeoutMs,
     proxy: options.proxy,
     cgroupHost: options.cgroupHost,
+    expectViolations: options.expectViolations,
   });
   const kill = () => child.kill("SIGKILL");
   options.signal?.addEventListener("abort", kill, { once: true });

@@ -11,11 +11,12 @@ import { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 import { DEFAULT_PROXY_MAX_CONNECTIONS } from "./proxy/policy_proxy.ts";
 
 /** Network modes the Linux sandbox implements. */
-export const NETWORK_MODES = ["none", "host", "proxy"] as const;
+export const NETWORK_MODES = ["none", "host", "proxy", "public"] as const;
 /**
  * `none`: an empty network namespace (only `lo`); `host`: the host's network (owner opt-in);
  * `proxy`: an empty network namespace whose only way out is Coop's policy proxy, which allows
- * the `allowDomains` (docs/network.md).
+ * the `allowDomains`; `public`: the same, but the proxy allows every public unicast address
+ * and port — the internet, never the LAN, loopback or metadata (docs/network.md).
  */
 export type NetworkMode = (typeof NETWORK_MODES)[number];
 
@@ -112,7 +113,7 @@ const policySchema = z.strictObject({
   /** `HOST[:PORT]` entries the proxy allows (network "proxy" only); see docs/network.md. */
   allowDomains: z.array(parsedBy(parseAllowEntry)).default([]),
   /**
-   * Most connections open at once through the proxy (network "proxy"); each costs a relay
+   * Most connections open at once through the proxy (networks "proxy" and "public"); each costs a relay
    * thread in the gateway, and more are refused with a 503 (ATTACKS R11). Default 64.
    */
   proxyMaxConnections: z.number().int("must be a whole number")

@@ -15,6 +15,7 @@ import { type HostPlatform, hostPlatform } from "./platform.ts";
 import { exec } from "./exec.ts";
 import { disabledLayers } from "./ffi.ts";
 import { BASE_ENV, HOST_ENV_ALLOWLIST } from "./environment.ts";
+import { captureCheck } from "./probe_capture.ts";
 
 /** One measured capability of the sandbox. */
 export interface ProbeCheck {
@@ -329,6 +330,7 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeReport> {
     checks.push(appArmor);
     checks.push(await limitsCheck(workspace));
     checks.push(await quotaCheck(workspace));
+    checks.push(await captureCheck(workspace));
     return {
       available: true,
       platform,

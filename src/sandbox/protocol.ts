@@ -41,6 +41,7 @@ export const STEPS = {
   33: "network-mode",
   34: "mask-proc",
   35: "ipc-limits",
+  36: "capture",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -69,6 +70,7 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "remount-root-readonly",
   "hostname",
   "chdir",
+  "capture",
   "drop-capabilities",
   "proxy-forwarder",
   "landlock",
@@ -92,7 +94,9 @@ export function stepName(step: number): string {
 
 /** Network "proxy": the port the init's forwarder listens on inside (127.0.0.1). */
 export const PROXY_PORT = 3128;
-/** Network "proxy": where the spec binds the policy proxy's unix socket inside. */
+/** Networks "proxy" and "public": where transparent capture redirects TCP (127.0.0.1). */
+export const CAPTURE_PORT = 3129;
+/** Networks "proxy" and "public": where the spec binds the policy proxy's unix socket inside. */
 export const PROXY_SOCKET = "/run/coop/proxy.sock";
 
 /**
@@ -122,6 +126,7 @@ export const TAG = {
   rlimit: "R",
   failAt: "x",
   protect: "p",
+  proxyAuth: "A",
   end: "z",
 } as const;
 

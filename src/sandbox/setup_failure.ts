@@ -41,6 +41,13 @@ function hintFor(step: string, errno: number): string | undefined {
       "sysctls); the command did not run (fail closed). Run the gateway as root on a host " +
       "with cgroups, or drop the memory limit";
   }
+  if (step === "capture" && errno !== ERRNO.ECANCELED) {
+    return 'networks "proxy" and "public" capture every TCP connection with nf_tables inside ' +
+      "the sandbox's network namespace (a redirect to its proxy listener); this kernel refused " +
+      "it (CONFIG_NF_TABLES, CONFIG_NFT_REDIR and CONFIG_NF_NAT are needed, or their modules " +
+      'loaded). The command did not run (fail closed); use network "none", or see ' +
+      "docs/network.md";
+  }
   if (step === "mount-proc") {
     return "procfs cannot be mounted here (a container that masks /proc?); run Coop on the host";
   }

@@ -59,6 +59,8 @@ export interface SpawnOptions {
   proxy?: ProxyTestHooks;
   /** Test hook: plan the limits against this stand-in host instead of this one's cgroups. */
   cgroupHost?: CgroupHost;
+  /** Proxy denials are expected (a probe): logged at debug level, not as warnings. */
+  expectViolations?: boolean;
 }
 
 /** See `SpawnOptions.proxy`: for tests only. */
@@ -67,6 +69,8 @@ export interface ProxyTestHooks {
   resolve?: Resolver;
   /** Lets the proxy dial loopback and private addresses (a loopback test server). */
   allowPrivateAddresses?: boolean;
+  /** Addresses treated as public unicast (network "public" tests: loopback servers). */
+  publicAddresses?: readonly string[];
 }
 
 /** How a sandboxed command ended. */
@@ -223,7 +227,8 @@ export async function spawnWorkspaceAsGiven(
     policy.protectedNames,
     policy.scanLimit,
   );
-  const proxy = policy.network === "proxy" ? await startProxy(policy, ids, argv, options) : null;
+  const proxied = policy.network === "proxy" || policy.network === "public";
+  const proxy = proxied ? await startProxy(policy, ids, argv, options) : null;
   let spec: Uint8Array;
   try {
     spec = buildSpec(policy, argv, {
@@ -271,14 +276,17 @@ function startProxy(
     allowDomains: policy.allowDomains,
     resolve: options.proxy?.resolve,
     allowPrivateAddresses: options.proxy?.allowPrivateAddresses,
+    anyPublic: policy.network === "public",
+    publicForTests: options.proxy?.publicAddresses,
     neverDial: policy.proxyNeverDial,
     maxConnections: policy.proxyMaxConnections,
     socketOwner: (process.getuid?.() ?? 0) === 0 ? ids : undefined,
-    onDenied: (denial) =>
-      log.warn("sandbox.proxy_denied {command}: {host}:{port} {reason}", {
-        command: argv[0],
-        ...denial,
-      }),
+    onDenied: (denial) => {
+      const message = "sandbox.proxy_denied {command}: {host}:{port} {reason}";
+      const fields = { command: argv[0], ...denial };
+      if (options.expectViolations) log.debug(message, fields);
+      else log.warn(message, fields);
+    },
     onCapReached: (maxConnections) =>
       log.warn(
         "sandbox.limit.proxy_connections {command}: {maxConnections} proxy connections open; " +

@@ -18,7 +18,7 @@ import {
   stepNumber,
   TAG,
 } from "./protocol.ts";
-import { proxyUrl } from "./proxy/policy_proxy.ts";
+import { proxyAuthorization, proxyUrl } from "./proxy/policy_proxy.ts";
 
 /** Per-command inputs besides the policy. */
 export interface SpecOptions {
@@ -30,7 +30,7 @@ export interface SpecOptions {
   failAt?: StepName;
   /** [resource, value] rlimits the init sets last (soft = hard); see limits.ts. */
   rlimits?: readonly (readonly [number, number])[];
-  /** Network "proxy": the policy proxy's socket (host path) and the sandbox's token. */
+  /** Networks "proxy"/"public": the policy proxy's socket (host path) and the sandbox's token. */
   proxy?: { socketPath: string; token: string };
   /** Paths relative to the workspace to re-mount read-only (see `protectedPathsIn`). */
   protectedPaths?: readonly string[];
@@ -60,6 +60,11 @@ function hostsFile(hostname: string): string {
 }
 
 function resolvConf(policy: SandboxPolicy): string {
+  if (policy.network === "proxy" || policy.network === "public") {
+    // The init's stub resolver (ffi/init/dns_stub.c): no query leaves the sandbox.
+    return "# the sandbox's stub resolver: names go to Coop's policy proxy, never to DNS\n" +
+      "nameserver 127.0.0.1\noptions attempts:1 timeout:5\n";
+  }
   if (policy.network !== "host") return "# no network in this sandbox\n";
   try {
     return readFileSync("/etc/resolv.conf", "utf8");
@@ -126,11 +131,15 @@ export function buildSpec(
     else add(TAG.symlink, entry.target, entry.inside);
   }
   for (const path of policy.readOnlyPaths) add(TAG.roBind, path, path);
-  if (policy.network === "proxy") {
-    if (!options.proxy) throw new SandboxPolicyError('network "proxy" needs a running proxy');
+  if (policy.network === "proxy" || policy.network === "public") {
+    if (!options.proxy) {
+      throw new SandboxPolicyError(`network "${policy.network}" needs a running proxy`);
+    }
     // Read-only is enough: connect() needs write permission on the socket inode, not a
     // writable mount.
     add(TAG.roBind, options.proxy.socketPath, PROXY_SOCKET);
+    // What the init's stub resolver and capture listener send (they are not HTTP clients).
+    add(TAG.proxyAuth, proxyAuthorization(options.proxy.token));
   }
   for (const [path, content] of Object.entries(etcFiles(policy))) add(TAG.file, path, content);
   for (const arg of argv) add(TAG.arg, arg);

@@ -79,6 +79,7 @@ sandboxTest("coop sandbox status --json reports measured checks", async () => {
       "no-new-privs",
       "environment",
       "file-descriptors",
+      "network-capture",
     ]
   ) {
     assertEquals(byId[id], true, id);
@@ -126,6 +127,7 @@ Deno.test("usage mistakes exit 2 with a message and no stack trace", async () =>
       ["sandbox", "exec", "--allow-domain", "example.com", "--", "true"],
       ["sandbox", "exec", "--network", "proxy", "--allow-domain", "*.com", "--", "true"],
       ["sandbox", "exec", "--network", "socks", "--", "true"],
+      ["sandbox", "exec", "--network", "public", "--allow-domain", "example.com", "--", "true"],
     ]
   ) {
     const r = await coop(...args);
@@ -162,6 +164,31 @@ sandboxTest("coop sandbox exec --network proxy: denials in --json and on stderr"
   assertEquals(streamed.stdout, "403\n");
   assertMatch(streamed.stderr, /coop: proxy denied evil\.example:80: is not in the allowlist/);
 });
+
+sandboxTest(
+  "coop sandbox exec --network public: any name resolves inside, private is refused",
+  async () => {
+    // No DNS needed: the stub answers every name, and 10.0.0.7 is refused before any dial.
+    const script = "getent hosts anything.example; " +
+      "curl -sS -o /dev/null -w '%{http_code}\\n' --noproxy '*' http://10.0.0.7/";
+    const r = await coop(
+      "sandbox",
+      "exec",
+      "--network",
+      "public",
+      "--json",
+      "--",
+      "sh",
+      "-c",
+      script,
+    );
+    assertEquals(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout);
+    assertMatch(result.stdout, /^198\.18\.0\.\d+\s+anything\.example\n403\n$/);
+    assertEquals(result.proxyDenials.length, 1);
+    assertMatch(result.proxyDenials[0].reason, /private \(10\.0\.0\.0\/8\); network "public"/);
+  },
+);
 
 const PYTHON = (() => {
   try {

@@ -181,8 +181,8 @@ Deno.test("the executor gives every sandbox the gateway's sockets, and never the
 });
 
 Deno.test("only the sandbox library and tests name the proxy's test hooks", async () => {
-  // ExecOptions.proxy (resolver, allowPrivateAddresses) has no config key and no flag: no
-  // module outside src/sandbox may set it.
+  // ExecOptions.proxy (resolver, allowPrivateAddresses, publicAddresses) has no config key
+  // and no flag: no module outside src/sandbox may set it.
   const src = new URL("../../src", import.meta.url).pathname;
   const offenders: string[] = [];
   const walk = async (dir: string) => {
@@ -192,7 +192,9 @@ Deno.test("only the sandbox library and tests name the proxy's test hooks", asyn
         if (path !== `${src}/sandbox`) await walk(path);
       } else if (path.endsWith(".ts")) {
         const text = await Deno.readTextFile(path);
-        if (/allowPrivateAddresses|ProxyTestHooks/.test(text)) offenders.push(path);
+        if (/allowPrivateAddresses|publicAddresses|publicForTests|ProxyTestHooks/.test(text)) {
+          offenders.push(path);
+        }
       }
     }
   };

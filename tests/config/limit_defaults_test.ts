@@ -101,7 +101,7 @@ Deno.test("allow_network = false is network none, with a warning naming the pref
   ok(diagnostics[0].message.includes('write network = "none" instead'));
 });
 
-Deno.test("allow_network = true is refused until network public exists; with network, a conflict", () => {
+Deno.test("allow_network = true is network public, with a warning; with network, a conflict", () => {
   const config = parse(
     BASE.replace("[agent]", "[sandbox]\nallow_network = true\n[agent]")
       .replace(
@@ -109,16 +109,16 @@ Deno.test("allow_network = true is refused until network public exists; with net
         'match = ["http:bob"]\n[users.sandbox]\nallow_network = false\nnetwork = "proxy"',
       ),
   );
-  // Never silently wider: true maps to nothing, so the default network ("none") stays.
-  strictEqual(config.sandbox.defaults.network, "none");
+  // "The internet, not the LAN": public unicast only (docs/network.md).
+  strictEqual(config.sandbox.defaults.network, "public");
   const diagnostics = checkConfig(config, () => "k").filter((d) =>
     d.code.includes("allow_network")
   );
   deepStrictEqual(diagnostics.map((d) => [d.severity, d.code]), [
-    ["error", "config.allow_network_unsupported"],
+    ["warning", "config.allow_network_alias"],
     ["error", "config.allow_network_conflict"],
   ]);
-  ok(diagnostics[0].message.includes('network = "public"'));
+  ok(diagnostics[0].message.includes('write network = "public" instead'));
 });
 
 Deno.test("disk_quota and inode_quota: per user and cron job, shown with their enforcement", () => {

@@ -348,3 +348,76 @@ Deno.test({
     assertEquals(relayThreads(), 0);
   },
 });
+
+Deno.test("decide: network public allows any name and port, public unicast addresses only", async () => {
+  const list = new Allowlist([]);
+  const { resolve } = recordingResolver({
+    "pub.test": ["93.184.216.34"],
+    "ten.test": ["10.0.0.7"],
+    "mixed.test": ["192.168.1.5", "93.184.216.34"],
+    "lo.test": ["127.0.0.1"],
+  });
+  const options = { resolve, hostNetwork: () => NO_INTERFACES, anyPublic: true };
+  assertEquals(await decide(list, { host: "pub.test", port: 22 }, options), {
+    address: "93.184.216.34",
+  });
+  assertEquals(await decide(list, { host: "mixed.test", port: 8443 }, options), {
+    address: "93.184.216.34",
+  });
+  assertEquals(await decide(list, { host: "93.184.216.34", port: 9 }, options), {
+    address: "93.184.216.34",
+  });
+  assertEquals(await decide(list, { host: "ten.test", port: 80 }, options), {
+    reason: 'resolves to 10.0.0.7, private (10.0.0.0/8); network "public" reaches public ' +
+      "unicast addresses only",
+  });
+  // An IP literal is no consent here.
+  for (const host of ["10.0.0.7", "127.0.0.1", "169.254.169.254", "[::1]", "100.64.0.1"]) {
+    const d = await decide(list, { host, port: 80 }, options);
+    assert("reason" in d, host);
+  }
+  // The test hook makes exactly the listed addresses public; others stay refused.
+  const hooked = { ...options, publicForTests: ["127.0.0.1"] };
+  assertEquals(await decide(list, { host: "lo.test", port: 80 }, hooked), {
+    address: "127.0.0.1",
+  });
+  assert("reason" in await decide(list, { host: "ten.test", port: 80 }, hooked));
+  // … and never lifts what is never dialed (metadata, the gateway's own sockets).
+  const metadata = { ...hooked, publicForTests: ["169.254.169.254"] };
+  assert("reason" in await decide(list, { host: "169.254.169.254", port: 80 }, metadata));
+});
+
+Deno.test({
+  name: "proxy: RESOLVE answers 200 for allowed names, 403 (recorded) for others, never resolves",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const { queries, resolve } = recordingResolver({ "allowed.test": ["127.0.0.1"] });
+    const proxy = await startPolicyProxy({
+      allowDomains: ["allowed.test", "*.wild.test"],
+      resolve,
+    });
+    const open = await startPolicyProxy({ allowDomains: [], resolve, anyPublic: true });
+    try {
+      const lookup = (p: typeof proxy, name: string, token = p.token) =>
+        ask(p.socketPath, `RESOLVE ${name} HTTP/1.1\r\n${auth(token)}\r\n`);
+      assertMatch(await lookup(proxy, "allowed.test"), /^HTTP\/1\.1 200 /);
+      assertMatch(await lookup(proxy, "a.wild.test"), /^HTTP\/1\.1 200 /);
+      assertMatch(await lookup(proxy, "evil.test"), /^HTTP\/1\.1 403 /);
+      assertMatch(await lookup(proxy, "10.0.0.1"), /^HTTP\/1\.1 400 /);
+      assertMatch(await lookup(proxy, "allowed.test", open.token), /^HTTP\/1\.1 407 /);
+      assertEquals(proxy.denials, [{
+        host: "evil.test",
+        port: 0,
+        reason: "is not in the allowlist: the sandbox's resolver answered NXDOMAIN, and the " +
+          "name was never looked up outside",
+      }]);
+      // Network "public": every host name may be looked up (and is resolved only on connect).
+      assertMatch(await lookup(open, "anything.example"), /^HTTP\/1\.1 200 /);
+      assertEquals(queries, [], "RESOLVE never resolves");
+    } finally {
+      await proxy.close();
+      await open.close();
+    }
+  },
+});

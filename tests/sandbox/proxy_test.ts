@@ -68,39 +68,45 @@ curl -sS https://denied.test/; echo tls=$?`,
   assertEquals(queries, [], "a name that is not allowed must not be resolved");
 });
 
-sandboxTest("proxy: code that ignores the proxy has no route out", async () => {
+sandboxTest("proxy: code that ignores the proxy is captured, never routed", async () => {
   const server = echoServer();
+  const { resolve } = recordingResolver({ "allowed.test": ["127.0.0.1"] });
   try {
     const r = await proxySh(
       [`allowed.test:${server.port}`],
-      `curl -sS -m 5 --noproxy '*' http://allowed.test:${server.port}/; echo name=$?
+      `curl -sS -m 5 --noproxy '*' http://allowed.test:${server.port}/captured; echo name=$?
 curl -sS -m 5 --noproxy '*' http://127.0.0.1:${server.port}/; echo ip=$?
 cat /etc/resolv.conf
 ${
         python(`
 port = int(sys.argv[1])
 attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
-attempt("public", lambda: socket.create_connection(("1.1.1.1", 443), timeout=5))
 attempt("public6", lambda: socket.create_connection(("2606:4700:4700::1111", 443), timeout=5))
 attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("8.8.8.8", 53)))
 attempt("bind", lambda: socket.socket().bind(("127.0.0.1", 8080)))
 attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))`)
       }`,
-      { allowPrivateAddresses: true },
+      { resolve, allowPrivateAddresses: true },
       ["proxy-test", String(server.port)],
     );
     const out = keyValues(r.stdout);
-    assertEquals(out.name, "6", "no resolver inside");
-    assertEquals(out.ip, "7");
-    // Landlock: TCP connect only to the forwarder's port, no bind; UDP has no route.
-    assertEquals(out.host_loopback, "EACCES");
-    assertEquals(out.public, "EACCES");
-    assertEquals(out.public6, "EACCES");
-    assertEquals(out.udp, "ENETUNREACH");
+    // Through the stub resolver, the capture listener and the policy proxy.
+    assertMatch(r.stdout, new RegExp(`host=allowed.test:${server.port} path=/captured\nname=0`));
+    // Loopback is captured too, and 127.0.0.1:port is no entry of the allowlist: the proxy's
+    // 403 (curl shows the page), never the host's server.
+    assertEquals(out.ip, "0");
+    assertMatch(r.stdout, new RegExp(`127\\.0\\.0\\.1:${server.port} is not in the allowlist`));
+    assertEquals(out.host_loopback, "OK");
+    // IPv6 has no route; UDP is dropped in the output hook; nothing may listen.
+    assertEquals(out.public6, "ENETUNREACH");
+    assertEquals(out.udp, "EPERM");
     assertEquals(out.bind, "EACCES");
     assertEquals(out.forwarder, "OK");
-    assertNotIncludes(r.stdout, "nameserver");
-    assertEquals(r.proxyDenials, []);
+    assertMatch(r.stdout, /^nameserver 127\.0\.0\.1$/m);
+    assertEquals(r.proxyDenials.map((d) => `${d.host}:${d.port} ${d.reason}`), [
+      `127.0.0.1:${server.port} is not in the allowlist`,
+      `127.0.0.1:${server.port} is not in the allowlist`,
+    ]);
   } finally {
     await server.close();
   }
@@ -137,24 +143,37 @@ sandboxTest(
   },
 );
 
-sandboxTest("proxy: the command cannot signal or trace the forwarder", async () => {
-  const r = await proxySh(
-    [],
-    `ps -eo pid,comm | grep coop-init
+sandboxTest(
+  "proxy: the command cannot signal or trace the forwarder or the capture helpers",
+  async () => {
+    const r = await proxySh(
+      [],
+      `ps -eo pid,comm | grep coop-init
 for pid in $(ps -eo pid=,comm= | awk '$2 == "coop-init" && $1 != 1 {print $1}'); do
   kill -KILL $pid; echo kill=$?; cat /proc/$pid/mem 2>&1 | head -c 80; echo
 done
+getent hosts still.there.test; echo getent=$?
 ${
-      python(
-        `attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))`,
-      )
-    }`,
-  );
-  assertMatch(r.stdout, /^\s*2 coop-init$/m);
-  assertMatch(r.stdout, /kill=1/);
-  assertMatch(r.stderr, /Operation not permitted/);
-  assertMatch(r.stdout, /forwarder=OK/);
-});
+        python(
+          `attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeout=5))
+attempt("captured", lambda: socket.create_connection(("192.0.2.1", 80), timeout=5).recv(1))`,
+        )
+      }`,
+    );
+    assertMatch(r.stdout, /^\s*2 coop-init$/m);
+    // The proxy forwarder, the stub resolver and the capture listener.
+    assertEquals(r.stdout.match(/kill=1/g)?.length, 3, r.stdout);
+    assertNotIncludes(r.stdout, "kill=0");
+    assertMatch(r.stderr, /Operation not permitted/);
+    assertMatch(r.stdout, /forwarder=OK/);
+    assertMatch(r.stdout, /captured=OK/);
+    assertMatch(r.stdout, /getent=2/);
+    assertEquals(r.proxyDenials.map((d) => `${d.host}:${d.port}`), [
+      "still.there.test:0",
+      "192.0.2.1:80",
+    ]);
+  },
+);
 
 sandboxTest("proxy: a failed forwarder setup stops the sandbox and the proxy", async () => {
   const before = [...Deno.readDirSync("/tmp")].filter((e) => e.name.startsWith("coop-proxy-"));
@@ -168,4 +187,15 @@ sandboxTest("proxy: a failed forwarder setup stops the sandbox and the proxy", a
   assertEquals(error.step, "proxy-forwarder");
   const after = [...Deno.readDirSync("/tmp")].filter((e) => e.name.startsWith("coop-proxy-"));
   assert(after.length <= before.length, "the proxy's socket directory was left behind");
+});
+
+sandboxTest("proxy: a failed capture setup stops the sandbox, naming the step", async () => {
+  for (const network of ["proxy", "public"] as const) {
+    const error = await assertRejects(
+      () =>
+        withWorkspace((workspace) => exec({ workspace, network }, ["true"], { failAt: "capture" })),
+      SandboxSetupError,
+    );
+    assertEquals(error.step, "capture");
+  }
 });

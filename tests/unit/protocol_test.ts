@@ -1,5 +1,6 @@
 import { assertEquals } from "../assert.ts";
 import {
+  CAPTURE_PORT,
   END_SIGNAL,
   INJECTABLE_STEPS,
   PROXY_PORT,
@@ -77,4 +78,5 @@ Deno.test("the steps a test may force to fail are exactly the C side's injection
 Deno.test("the proxy forwarder's port and socket path agree with protocol.h", () => {
   assertEquals(Number(/#define COOP_PROXY_PORT (\d+)/.exec(header)?.[1]), PROXY_PORT);
   assertEquals(/#define COOP_PROXY_SOCKET "([^"]+)"/.exec(header)?.[1], PROXY_SOCKET);
+  assertEquals(Number(/#define COOP_CAPTURE_PORT (\d+)/.exec(header)?.[1]), CAPTURE_PORT);
 });

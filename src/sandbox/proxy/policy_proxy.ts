@@ -1,8 +1,9 @@
 /**
- * `startPolicyProxy()`: the one way out of a sandbox with network "proxy". An HTTP proxy on a
- * unix socket (the sandbox's forwarder relays 127.0.0.1:3128 to it) that answers CONNECT and
+ * `startPolicyProxy()`: the one way out of a sandbox with network "proxy" or "public". An
+ * HTTP proxy on a unix socket (the sandbox's forwarder relays 127.0.0.1:3128 to it, and its
+ * capture listener turns every other TCP connection into a CONNECT) that answers CONNECT and
  * absolute-URI requests, and only for the holder of its token, to the allowlisted
- * `host:port`s. It resolves names itself — names that are not allowed are never resolved —,
+ * `host:port`s (network "public": any public one), plus the stub resolver's RESOLVE. It resolves names itself — names that are not allowed are never resolved —,
  * lets `decideAddress()` refuse every address that is not public unicast (loopback, private,
  * link-local and metadata, CGNAT, this host's own addresses and subnets, …) unless the owner
  * consented with an IP-literal entry, and dials the address it checked.
@@ -12,7 +13,7 @@
  * @module
  */
 import { parseSocketAddress } from "./address_policy.ts";
-import { Allowlist, normalizeHost } from "./allowlist.ts";
+import { Allowlist, isIpLiteral, normalizeHost } from "./allowlist.ts";
 import { decide, type DecideOptions, type Resolver, systemResolver } from "./proxy_decision.ts";
 import {
   bytesToLatin1,
@@ -33,7 +34,7 @@ import { listenRelay, type RelayConnection } from "./native_relay.ts";
 export interface ProxyDenial {
   /** The host as the client named it (normalized when it was a valid name). */
   host: string;
-  /** The port it asked for. */
+  /** The port it asked for; 0 for a name the sandbox's resolver asked about. */
   port: number;
   /** Why, in words a model can act on. */
   reason: string;
@@ -50,6 +51,13 @@ export interface PolicyProxyOptions {
    * need servers on the host's loopback; production never sets it.
    */
   allowPrivateAddresses?: boolean;
+  /**
+   * Network "public": any host and port, public unicast addresses only; `allowDomains` is
+   * ignored.
+   */
+  anyPublic?: boolean;
+  /** Test hook: addresses treated as public unicast (loopback servers standing for the internet). */
+  publicForTests?: readonly string[];
   /**
    * `IP:PORT` sockets never dialed, even for an IP-literal entry (the gateway's own listeners;
    * port 0: every port). An address of this host stands for all of them.
@@ -78,6 +86,10 @@ export interface PolicyProxy {
   /** Stops listening, closes every open connection and removes the socket. */
   close(): Promise<void>;
 }
+
+/** Why a name lookup was refused (the denial's port is 0: no connection was attempted). */
+const LOOKUP_DENIED = "is not in the allowlist: the sandbox's resolver answered NXDOMAIN, " +
+  "and the name was never looked up outside";
 
 /** User name in the proxy URL; the password is the token. */
 export const PROXY_USER = "coop";
@@ -166,6 +178,8 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
   const decideOptions: DecideOptions = {
     resolve: options.resolve ?? systemResolver,
     allowPrivateAddresses: options.allowPrivateAddresses ?? false,
+    anyPublic: options.anyPublic ?? false,
+    publicForTests: options.publicForTests ?? [],
     neverDial: (options.neverDial ?? []).map(parseSocketAddress),
   };
   const maxConnections = options.maxConnections ?? DEFAULT_PROXY_MAX_CONNECTIONS;
@@ -186,6 +200,21 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     );
   };
 
+  // The sandbox's stub resolver asks before it hands out an address for a name (RESOLVE
+  // name): a name no connection could be allowed to is refused here, never resolved, and the
+  // stub answers NXDOMAIN (ATTACKS N4). Nothing is resolved for an allowed name either: the
+  // proxy resolves when the command connects.
+  const resolveName = (client: RelayConnection, name: string) => {
+    const host = normalizeHost(name);
+    if (host === null || isIpLiteral(host)) {
+      client.reply(textResponse(400, "Bad Request", "coop proxy: RESOLVE needs a host name\n"));
+    } else if (decideOptions.anyPublic || allowlist.hasHost(host)) {
+      client.reply(textResponse(200, "OK", ""));
+    } else {
+      deny(client, host, 0, LOOKUP_DENIED);
+    }
+  };
+
   // Every path ends in exactly one reply() or a successful dial(): until then the relay holds
   // the connection open.
   const handle = async (client: RelayConnection) => {
@@ -203,6 +232,10 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
           { "Proxy-Authenticate": 'Basic realm="coop"' },
         ),
       );
+      return;
+    }
+    if (head.method === "RESOLVE") {
+      resolveName(client, head.target);
       return;
     }
     let target: { host: string; port: number } | null;
@@ -285,6 +318,11 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
       return closing;
     },
   };
+}
+
+/** The `Proxy-Authorization` value for `token` (`Basic` of `coop:<token>`). */
+export function proxyAuthorization(token: string): string {
+  return `Basic ${btoa(`${PROXY_USER}:${token}`)}`;
 }
 
 /** The proxy URL a sandbox uses (`HTTP_PROXY` and friends). */

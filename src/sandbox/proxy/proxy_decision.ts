@@ -30,6 +30,16 @@ export interface DecideOptions {
   resolve: Resolver;
   /** Test hook: every address counts as consented (the rules that never lift still apply). */
   allowPrivateAddresses?: boolean;
+  /**
+   * Network "public": every host and port is allowed, and only public unicast addresses are
+   * dialed — an IP literal is no consent here, and the allowlist is not consulted.
+   */
+  anyPublic?: boolean;
+  /**
+   * Test hook: these addresses count as public unicast (a loopback test server standing for an
+   * internet host); every other address is judged as usual.
+   */
+  publicForTests?: readonly string[];
   /** Sockets never dialed, even for an IP-literal entry: the gateway's own. */
   neverDial?: readonly SocketAddress[];
   /** This host's interfaces; default `hostNetwork()`, read on each decision. */
@@ -42,6 +52,7 @@ export type Decision = { address: string } | { reason: string };
 const NAME_RULE = "the proxy dials only public addresses for a name; an owner can allow one " +
   "private service by its address, with an IP-literal entry such as 10.0.0.5:8080";
 const LITERAL_RULE = "which the proxy never dials, not even for an IP-literal entry";
+const PUBLIC_RULE = 'network "public" reaches public unicast addresses only';
 
 /**
  * Applies the allowlist, resolution and `decideAddress()` to one `host:port`; the address it
@@ -57,7 +68,7 @@ export async function decide(
   if (host === null) return { reason: "is not a valid host name" };
   const literal = isIpLiteral(host);
   if (literal && canonicalAddress(host) === null) return { reason: "is not a valid IP address" };
-  if (!allowlist.match(host, port)) {
+  if (!options.anyPublic && !allowlist.match(host, port)) {
     return allowlist.hasHost(host)
       ? { reason: `uses port ${port}, which the allowlist does not allow for this host` }
       : { reason: "is not in the allowlist" };
@@ -78,21 +89,24 @@ export async function decide(
     addresses = [];
   }
   if (addresses.length === 0) return { reason: "could not be resolved" };
-  // Only an IP-literal entry consents to a non-public address; a name never does.
+  // Only an IP-literal entry consents to a non-public address; a name never does, and in
+  // network "public" nothing does.
   const rules = {
     host: network,
     port,
-    consent: literal || options.allowPrivateAddresses,
+    consent: (literal && !options.anyPublic) || options.allowPrivateAddresses,
     neverDial: options.neverDial,
   };
+  const testPublic = new Set((options.publicForTests ?? []).map(canonicalAddress));
   let first: { shown: string; refused: string } | undefined;
   for (const address of addresses) {
-    const decision = decideAddress(address, rules);
+    const consent = rules.consent || testPublic.has(canonicalAddress(address));
+    const decision = decideAddress(address, { ...rules, consent });
     if ("address" in decision) return decision;
     first ??= decision;
   }
   return {
     reason: `resolves to ${first!.shown}, ${first!.refused}; ` +
-      (literal ? LITERAL_RULE : NAME_RULE),
+      (options.anyPublic ? PUBLIC_RULE : literal ? LITERAL_RULE : NAME_RULE),
   };
 }
