@@ -16,6 +16,7 @@ import {
   formatDiagnostic,
 } from "../config/config_diagnostic.ts";
 import { callerPath } from "./caller_path.ts";
+import { type CheckPeople, checkPeople, peopleLines } from "./check_people.ts";
 import { probeSandbox, type SandboxProbe, type SandboxProbeResult } from "./sandbox_probe.ts";
 
 /** The default config file. */
@@ -48,6 +49,8 @@ export interface CheckReport {
    * program-running config, `.envrc`, VS Code tasks): ATTACKS F23. Not errors; read them first.
    */
   autoexec: AutoexecFile[];
+  /** Configured users and the people paired with `coop pairing approve` (null: config invalid). */
+  people: CheckPeople | null;
 }
 
 const USAGE = "usage: coop check [--config FILE] [--json]";
@@ -93,6 +96,7 @@ function renderHuman(report: CheckReport): string {
   for (const d of report.errors) lines.push(`error: ${formatDiagnostic(report.config, d)}`);
   for (const d of report.warnings) lines.push(`warning: ${formatDiagnostic(report.config, d)}`);
   for (const f of report.autoexec) lines.push(autoexecWarning(f));
+  if (report.people) lines.push(...peopleLines(report.people));
   if (report.sandbox) {
     lines.push(
       report.sandbox.available
@@ -131,6 +135,7 @@ export async function runCheck(
     warnings: [],
     sandbox: null,
     autoexec: [],
+    people: null,
   };
   let config: CoopConfig | null = null;
   try {
@@ -145,6 +150,7 @@ export async function runCheck(
       (d.severity === "error" ? report.errors : report.warnings).push(d);
     }
     report.autoexec = await autoexecInSandboxWorkspaces(config);
+    report.people = checkPeople(config);
     if (config.sandbox.enabled) {
       report.sandbox = await deps.probe();
       if (!report.sandbox.available) {

@@ -4,6 +4,7 @@
  */
 import { chatCommand } from "./chat_command.ts";
 import { checkCommand } from "./check_command.ts";
+import { pairingCommand } from "./pairing_command.ts";
 import { setupLogging } from "./logging.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
 import { startCommand } from "./start_command.ts";
@@ -21,6 +22,8 @@ async function run(args: string[]): Promise<number> {
       return await chatCommand(rest);
     case "check":
       return await checkCommand(rest);
+    case "pairing":
+      return await pairingCommand(rest);
     case undefined:
     case "help":
     case "--help":

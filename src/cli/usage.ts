@@ -3,6 +3,8 @@ export const USAGE = `Usage:
   coop start   [--config FILE]                 run the gateway (HTTP channel, cron jobs)
   coop chat    [--config FILE]                 terminal chat as the terminal user
   coop check   [--config FILE] [--json]        validate config; exit 1 on errors
+  coop pairing list [--json] | approve CODE [--name NAME] [--trust LEVEL] | deny CODE
+               [--config FILE]                 who may talk to the agent (unknown senders)
   coop sandbox status [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...

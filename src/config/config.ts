@@ -7,6 +7,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import { ConfigError, diagnosticsFromIssues } from "./config_diagnostic.ts";
 import { configSchema, type RawConfig } from "./config_schema.ts";
+import type { PairingSettings } from "./pairing_settings.ts";
 import {
   globalSandboxSettings,
   overridesFromRaw,
@@ -35,6 +36,8 @@ export interface GroupConfig {
   match: readonly string[];
   /** The most trust anyone gets in this group. */
   ceiling: TrustLevel;
+  /** `mention`: answer only messages that address the agent, keep the rest as context. */
+  respond: "mention" | "all";
 }
 
 /** Where a cron job's reply goes: the log, or a POST to an HTTP callback. */
@@ -84,6 +87,8 @@ export interface CoopConfig {
   sandbox: { enabled: boolean; workspaceScope: "user" | "shared"; defaults: SandboxSettings };
   /** `[[cron]]`. */
   cron: readonly CronJobConfig[];
+  /** `[pairing]`. */
+  pairing: PairingSettings;
   /** `[[providers]]`, as validated (consumed by the agent runtime). */
   providers: RawConfig["providers"];
   /** `[channels.*]`, as validated (consumed by the channels). */
@@ -153,7 +158,12 @@ export function parseConfig(
         ? {}
         : { maxConcurrentTurns: u.max_concurrent_turns }),
     })),
-    groups: raw.groups.map((g) => ({ name: g.name, match: g.match, ceiling: g.trust })),
+    groups: raw.groups.map((g) => ({
+      name: g.name,
+      match: g.match,
+      ceiling: g.trust,
+      respond: g.respond,
+    })),
     sandbox: {
       enabled,
       workspaceScope: workspace_scope,
@@ -167,6 +177,11 @@ export function parseConfig(
       replyTo: c.reply_to === "log" ? { kind: "log" } : { kind: "http", url: c.reply_to },
       sandbox: overridesFromRaw(c.sandbox),
     })),
+    pairing: {
+      enabled: raw.pairing.enabled,
+      codeTtlMs: raw.pairing.code_ttl,
+      maxPending: raw.pairing.max_pending,
+    },
     providers: raw.providers,
     channels: raw.channels,
     raw,

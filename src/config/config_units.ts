@@ -99,3 +99,11 @@ export const tmpSize: UnitSchema = converted(
   MAX_TMP_SIZE_BYTES,
   "0 would mean no limit at all",
 );
+
+/** `[pairing] code_ttl`: how long a pairing code stays valid, one minute to one week. */
+export const pairingCodeTtl: UnitSchema = converted(
+  DURATION,
+  60_000,
+  7 * 24 * 3_600_000,
+  "a code must live long enough to be passed on, and not linger",
+);

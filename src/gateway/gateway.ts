@@ -18,12 +18,20 @@ import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
-import { type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
+import { type MessageOrigin, type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
 import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { TurnTaint } from "./turn_taint.ts";
+import { PairingStore } from "../state/pairing_store.ts";
+import { PairingGate } from "./pairing_gate.ts";
+import { pairedUser } from "./pairing_approval.ts";
+import { type ChatCommandContext, runChatCommand } from "./chat_commands.ts";
+import { planMessage } from "./message_plan.ts";
+import { keepAsContext } from "./group_chat.ts";
+import { SessionQueue } from "./session_queue.ts";
+import type { TurnRequest } from "./turn_request.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -46,19 +54,8 @@ export interface GatewayDependencies {
   provider?: ProviderOptions;
   /** An open state database; default `openStateDb(config.agent.stateDir)`. */
   db?: DatabaseSync;
-}
-
-/** A turn as the gateway runs it, from a channel or a cron job. */
-interface TurnRequest {
-  channel: string;
-  route: Route;
-  /** The session key's user (see `sessionOwner`). */
-  sessionUser: string;
-  text: string;
-  session?: string;
-  cronJob?: CronJobConfig;
-  signal?: AbortSignal;
-  onEvent?: IncomingMessage["onEvent"];
+  /** The clock of pairing codes (expiry, re-sends); default `Date.now`. */
+  now?: () => number;
 }
 
 /**
@@ -77,19 +74,24 @@ export class Gateway {
   readonly config: CoopConfig;
   readonly executor: ToolExecutor;
   readonly sessions: SessionStore;
+  /** Pairing requests and paired people (shared with `coop pairing` through the database). */
+  readonly pairing: PairingStore;
+  readonly #pairingGate: PairingGate;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   readonly #db: DatabaseSync;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
-  /** The last turn queued per session: turns of one session run one after another. */
-  readonly #sessionTails = new Map<string, Promise<unknown>>();
+  /** Turns of one session run one after another. */
+  readonly #sessions = new SessionQueue();
   #draining = false;
 
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
     this.config = config;
     this.#db = db;
     this.sessions = new SessionStore(db);
+    this.pairing = new PairingStore(db);
+    this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
     this.executor = new ToolExecutor(config, {
       memory: new MemoryDatabase(db),
       ...deps.executor,
@@ -102,28 +104,71 @@ export class Gateway {
     return new Gateway(config, deps.db ?? openStateDb(config.agent.stateDir), deps);
   }
 
-  /** Who a channel sender is; `[channels.terminal] user` names the terminal's user outright. */
-  route(channel: string, sender: string): Route {
+  /**
+   * Who a channel sender is (configured users, then paired people, read anew each time so an
+   * approval counts from the next message); `[channels.terminal] user` names the terminal's
+   * user outright.
+   */
+  route(
+    channel: string,
+    sender: string,
+    where: Omit<MessageOrigin, "channel" | "sender"> = {},
+  ): Route {
     const terminalUser = this.config.channels.terminal?.user;
     const user = channel === "terminal" && terminalUser
       ? this.config.users.find((u) => u.name === terminalUser)
       : undefined;
-    return user ? routeUser(user) : routeMessage(this.config, { channel, sender });
+    if (user) return routeUser(user);
+    const paired = this.pairing.people().map(pairedUser);
+    return routeMessage(this.config, { channel, sender, ...where }, paired);
   }
 
-  /** The channels' turn handler: routes the sender and runs the turn. */
-  handle = (message: IncomingMessage): Promise<TurnOutcome> => {
-    const route = this.route(message.channel, message.sender);
-    return this.#run({
+  /**
+   * The channels' turn handler: routes the sender; an unknown one in a direct messenger chat is
+   * paired instead; `/status`, `/approve` and `/deny` are answered here; a group message that
+   * does not address the agent is kept as context (silent); everything else is a turn.
+   */
+  handle = async (message: IncomingMessage): Promise<TurnOutcome> => {
+    const route = this.route(message.channel, message.sender, {
+      ...(message.group === undefined ? {} : { group: message.group }),
+      ...(message.senderAliases === undefined ? {} : { aliases: message.senderAliases }),
+    });
+    if (this.#pairingGate.applies(route, message)) return this.#pairingGate.answer(message);
+    const plan = planMessage(message, route);
+    if (plan.kind === "command") {
+      const reply = runChatCommand(plan.command, { route, message, ...this.#known });
+      return { reply, session: "", tools: [] };
+    }
+    if (plan.kind === "context") {
+      return await keepAsContext(this.sessions, this.#sessions, plan, route.principal.name);
+    }
+    return await this.#run({
       channel: message.channel,
       route,
-      sessionUser: sessionOwner(route, message),
-      text: message.text,
-      session: message.session,
+      person: sessionOwner(route, message),
+      sessionUser: plan.sessionUser,
+      session: plan.session,
+      ...(plan.group ? { group: plan.group } : {}),
+      text: plan.text,
       signal: message.signal,
       onEvent: message.onEvent,
     });
   };
+
+  /** `/status` for a sender (the terminal's shows it too). */
+  status(channel: string, sender: string): string {
+    const route = this.route(channel, sender);
+    return runChatCommand({ name: "status" }, {
+      route,
+      message: { channel, sender },
+      ...this.#known,
+    });
+  }
+
+  /** Who is known: configured users and paired people, for chat commands. */
+  get #known(): Pick<ChatCommandContext, "config" | "pairing"> {
+    return { config: this.config, pairing: this.pairing };
+  }
 
   /** The cron scheduler's runner: a fresh session as the job's user, with the job's overrides. */
   runCronJob = async (job: CronJobConfig, signal: AbortSignal): Promise<CronTurnResult> => {
@@ -135,10 +180,12 @@ export class Gateway {
       );
     }
     const route = routeUser(user);
+    const person = sessionOwner(route, { channel: "cron", sender: job.name });
     const outcome = await this.#run({
       channel: "cron",
       route,
-      sessionUser: sessionOwner(route, { channel: "cron", sender: job.name }),
+      sessionUser: person,
+      person,
       text: job.message,
       cronJob: job,
       signal,
@@ -185,7 +232,7 @@ export class Gateway {
     const limit = turnLimitFor(this.config, request.route);
     let admission: TurnAdmission | undefined;
     try {
-      admission = limit ? this.#turns.admit(request.sessionUser, limit) : undefined;
+      admission = limit ? this.#turns.admit(request.person, limit) : undefined;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -193,12 +240,6 @@ export class Gateway {
     const onAbort = () => controller.abort(request.signal?.reason);
     if (request.signal?.aborted) onAbort();
     else request.signal?.addEventListener("abort", onAbort, { once: true });
-    // Two requests for one session at once would interleave their messages in its history;
-    // the second waits for the first (a new session has nothing to wait for).
-    const key = request.session === undefined
-      ? undefined
-      : [request.channel, request.sessionUser, request.session].join("\0");
-    const previous = key === undefined ? undefined : this.#sessionTails.get(key);
     // The slot is taken once the session's previous turn is done: a turn waiting for its
     // session holds a place in the queue, not a slot.
     const start = async () => {
@@ -206,17 +247,14 @@ export class Gateway {
       await admission?.start(controller.signal);
       return this.#turn(request, controller.signal);
     };
-    const turn = (previous ? previous.then(start, start) : Promise.resolve().then(start)).finally(
-      () => {
-        admission?.done();
-        request.signal?.removeEventListener("abort", onAbort);
-        this.#inFlight.delete(controller);
-        if (key !== undefined && this.#sessionTails.get(key) === turn) {
-          this.#sessionTails.delete(key);
-        }
-      },
-    );
-    if (key !== undefined) this.#sessionTails.set(key, turn);
+    const key = request.session === undefined
+      ? undefined
+      : { channel: request.channel, user: request.sessionUser, session: request.session };
+    const turn = this.#sessions.after(key, start).finally(() => {
+      admission?.done();
+      request.signal?.removeEventListener("abort", onAbort);
+      this.#inFlight.delete(controller);
+    });
     this.#inFlight.set(controller, turn);
     return turn;
   }
@@ -245,6 +283,7 @@ export class Gateway {
     log.info("gateway.turn.start", {
       event: "gateway.turn.start",
       channel,
+      group: request.group?.id,
       principal: principal.name,
       trust,
       route: route.reason,
@@ -262,6 +301,7 @@ export class Gateway {
       trust,
       channel,
       workspace: tools.length === 0 ? null : workspaceSeenBy(trust, this.config),
+      ...(request.group ? { group: `${channel}:${request.group.id}` } : {}),
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
@@ -273,7 +313,12 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob }),
+        executeTool: executorTool(this.executor, {
+          taint,
+          user,
+          cronJob: request.cronJob,
+          ...(request.group ? { groupDir: request.group.dir } : {}),
+        }),
         maxIterations: this.config.agent.maxIterations,
         maxTokens: this.config.agent.maxTokens,
         signal,

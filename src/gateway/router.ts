@@ -2,7 +2,12 @@
  * The router: which configured user sent a message, and under which group ceiling.
  * @module
  */
-import { PUBLIC_NAME, TERMINAL_OWNER_NAME, type TrustLevel } from "../trust/trust_level.ts";
+import {
+  leastTrusted,
+  PUBLIC_NAME,
+  TERMINAL_OWNER_NAME,
+  type TrustLevel,
+} from "../trust/trust_level.ts";
 import type { Principal } from "../trust/authorization.ts";
 import type { GroupConfig, UserConfig } from "../config/config.ts";
 import { patternMatches } from "../trust/match_pattern.ts";
@@ -15,6 +20,8 @@ export interface MessageOrigin {
   sender: string;
   /** The group chat's identifier when the message came from a group. */
   group?: string;
+  /** Other identifiers of the same sender (signal-cli's number and uuid). */
+  aliases?: readonly string[];
 }
 
 /** What the router needs from config. */
@@ -27,6 +34,9 @@ export interface RoutingConfig {
   sandbox: { enabled: boolean };
 }
 
+/** People paired with `coop pairing approve`, as users: each one's exact patterns. */
+export type PairedUsers = readonly UserConfig[];
+
 /** The router's answer: who is speaking and the ceiling of the chat they spoke in. */
 export interface Route {
   /** The principal; `user` is undefined for a default principal. */
@@ -35,8 +45,10 @@ export interface Route {
   user?: UserConfig;
   /** Group ceiling, or null outside a group. */
   ceiling: TrustLevel | null;
+  /** The `[[groups]]` entry of the group chat, when one matched. */
+  group?: GroupConfig;
   /** Why this principal was chosen, for logs. */
-  reason: "matched" | "terminal_default_owner" | "unmatched_public";
+  reason: "matched" | "paired" | "terminal_default_owner" | "unmatched_public";
 }
 
 /** The route of a configured user addressed by name (cron jobs, `[channels.terminal] user`). */
@@ -62,30 +74,54 @@ export function sessionOwner(route: Route, origin: MessageOrigin): string {
 export const DEFAULT_GROUP_CEILING: TrustLevel = "familiar";
 
 /**
- * Identifies the sender of a message. Unmatched terminal senders are the owner when the sandbox
- * is enabled; every other unmatched sender is public.
+ * The most trust anyone has in a group, whatever its entry says: the owner in a group is
+ * sandboxed (DESIGN §1; `coop check` rejects a group ceiling of `owner`).
  */
-export function routeMessage(config: RoutingConfig, origin: MessageOrigin): Route {
+export const MAX_GROUP_CEILING: TrustLevel = "full";
+
+/**
+ * Identifies the sender of a message: a configured user by an exact pattern, then a paired
+ * person, then a configured user by a wildcard. Unmatched terminal senders are the owner when
+ * the sandbox is enabled; every other unmatched sender is public.
+ */
+export function routeMessage(
+  config: RoutingConfig,
+  origin: MessageOrigin,
+  paired: PairedUsers = [],
+): Route {
   let ceiling: TrustLevel | null = null;
+  let group: Route["group"];
   if (origin.group !== undefined) {
-    const group = config.groups.find((g) =>
+    group = config.groups.find((g) =>
       g.match.some((p) => patternMatches(p, origin.channel, origin.group!))
     );
-    ceiling = group?.ceiling ?? DEFAULT_GROUP_CEILING;
+    ceiling = leastTrusted(group?.ceiling ?? DEFAULT_GROUP_CEILING, MAX_GROUP_CEILING);
   }
-  // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named user.
-  const exact = config.users.find((u) => u.match.includes(`${origin.channel}:${origin.sender}`));
+  const where = { ceiling, ...(group ? { group } : {}) };
+  const addresses = [origin.sender, ...origin.aliases ?? []].map((id) => `${origin.channel}:${id}`);
+  const exactly = (u: UserConfig) => u.match.some((p) => addresses.includes(p));
+  // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named or paired person.
+  const exact = config.users.find(exactly);
+  const pairedUser = exact ? undefined : paired.find(exactly);
+  if (pairedUser) {
+    const principal = { name: pairedUser.name, trust: pairedUser.trust };
+    return { principal, user: pairedUser, ...where, reason: "paired" };
+  }
   const user = exact ??
     config.users.find((u) => u.match.some((p) => patternMatches(p, origin.channel, origin.sender)));
   if (user) {
-    return { principal: { name: user.name, trust: user.trust }, user, ceiling, reason: "matched" };
+    return { principal: { name: user.name, trust: user.trust }, user, ...where, reason: "matched" };
   }
   if (origin.channel === "terminal" && config.sandbox.enabled) {
     return {
       principal: { name: TERMINAL_OWNER_NAME, trust: "owner" },
-      ceiling,
+      ...where,
       reason: "terminal_default_owner",
     };
   }
-  return { principal: { name: PUBLIC_NAME, trust: "public" }, ceiling, reason: "unmatched_public" };
+  return {
+    principal: { name: PUBLIC_NAME, trust: "public" },
+    ...where,
+    reason: "unmatched_public",
+  };
 }

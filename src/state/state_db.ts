@@ -7,6 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
+import { PAIRING_SCHEMA } from "./pairing_schema.ts";
 
 const log = getLogger(["coop", "sessions"]);
 
@@ -80,6 +81,11 @@ export const MIGRATIONS: readonly Migration[] = [
         INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
       END;
     `,
+  },
+  {
+    version: 3,
+    description: "pairing requests and paired people",
+    sql: PAIRING_SCHEMA,
   },
 ];
 
