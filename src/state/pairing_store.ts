@@ -7,7 +7,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { CoopError } from "../errors/coop_error.ts";
 import { isTrustLevel, type TrustLevel } from "../trust/trust_level.ts";
-import { hashPairingCode } from "./pairing_code.ts";
+import { formatPairingCode, hashPairingCode, normalizePairingCode } from "./pairing_code.ts";
 
 /** Someone who wrote to the agent, as their channel identifies them. */
 export interface PairingIdentity {
@@ -294,9 +294,11 @@ export class PairingStore {
 
 /** A code that no pending request has. */
 export function unknownCode(code: string): PairingError {
+  const symbols = normalizePairingCode(code);
+  const shown = symbols === null ? code : formatPairingCode(symbols);
   return new PairingError(
     "pairing.unknown_code",
-    `no pending pairing request has the code ${code.toUpperCase()} (it may have expired or ` +
+    `no pending pairing request has the code ${shown} (it may have expired or ` +
       "been decided; see coop pairing list)",
   );
 }

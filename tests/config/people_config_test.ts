@@ -1,0 +1,66 @@
+/**
+ * Config of groups and pairing: `respond` and `[pairing]` defaults and bounds; `coop check`
+ * refuses a group ceiling of owner, two groups of one name, and user names in the groups'
+ * directory prefix.
+ */
+import { assertEquals, assertMatch } from "../assert.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { checkText } from "../fixtures/check_run.ts";
+
+const BASE = `
+[[users]]
+name = "alice"
+trust = "owner"
+match = ["terminal:default"]
+`;
+
+Deno.test("config: groups answer when addressed by default; [pairing] defaults to on, 1h, 20", () => {
+  const config = parseConfig(BASE + '[[groups]]\nmatch = ["telegram:-1"]\n', "/x/coop.toml");
+  assertEquals(config.groups[0].respond, "mention");
+  assertEquals(config.groups[0].ceiling, "familiar");
+  assertEquals(config.pairing, { enabled: true, codeTtlMs: 3_600_000, maxPending: 20 });
+  const set = parseConfig(
+    BASE + '[pairing]\nenabled = false\ncode_ttl = "15m"\nmax_pending = 3\n',
+    "/x/coop.toml",
+  );
+  assertEquals(set.pairing, { enabled: false, codeTtlMs: 900_000, maxPending: 3 });
+});
+
+const MISTAKES: ReadonlyArray<[string, string, RegExp]> = [
+  [
+    "respond with an unknown mode",
+    '[[groups]]\nmatch = ["telegram:-1"]\nrespond = "never"\n',
+    /groups\[0\]\.respond: expected one of "mention", "all"/,
+  ],
+  [
+    "a code ttl of seconds",
+    '[pairing]\ncode_ttl = "30s"\n',
+    /pairing\.code_ttl: must be from 1m to 168h/,
+  ],
+  ["max_pending 0", "[pairing]\nmax_pending = 0\n", /pairing\.max_pending: must be at least 1/],
+  ["an unknown pairing key", "[pairing]\nttl = 1\n", /pairing\.ttl: unknown key/],
+  [
+    "a group ceiling of owner",
+    '[[groups]]\nmatch = ["telegram:-1"]\ntrust = "owner"\n',
+    /groups\[0\]\.trust: a group's ceiling cannot be "owner"/,
+  ],
+  [
+    "two groups of one name",
+    '[[groups]]\nname = "fam"\nmatch = ["telegram:-1"]\n[[groups]]\nname = "fam"\nmatch = ["signal:group:x"]\n',
+    /groups\[1\]\.name: "fam" is already the name of groups\[0\]/,
+  ],
+  [
+    "a user named like a group directory",
+    '[[users]]\nname = "group-fam"\ntrust = "inner"\n',
+    /users\[1\]\.name: "group-fam" starts with "group-"/,
+  ],
+];
+
+for (const [what, toml, expected] of MISTAKES) {
+  Deno.test(`coop check: ${what} is one precise error`, async () => {
+    const { code, output } = await checkText(BASE + toml, [], undefined, {});
+    assertEquals(code, 1, output);
+    assertMatch(output, expected);
+    assertEquals(output.split("\n").filter((l) => l.startsWith("error:")).length, 1, output);
+  });
+}
