@@ -16,7 +16,7 @@ import {
   formatDiagnostic,
 } from "../config/config_diagnostic.ts";
 import { callerPath } from "./caller_path.ts";
-import { type CheckPeople, checkPeople, peopleLines } from "./check_people.ts";
+import { type CheckPeople, checkPeople, pairedWarnings, peopleLines } from "./check_people.ts";
 import { probeSandbox, type SandboxProbe, type SandboxProbeResult } from "./sandbox_probe.ts";
 
 /** The default config file. */
@@ -151,6 +151,7 @@ export async function runCheck(
     }
     report.autoexec = await autoexecInSandboxWorkspaces(config);
     report.people = checkPeople(config);
+    report.warnings.push(...pairedWarnings(config, report.people));
     if (config.sandbox.enabled) {
       report.sandbox = await deps.probe();
       if (!report.sandbox.available) {

@@ -4,6 +4,7 @@
  * @module
  */
 import type { CoopConfig } from "../config/config.ts";
+import { type ConfigDiagnostic, configWarning } from "../config/config_diagnostic.ts";
 import { pairedUser } from "../gateway/pairing_approval.ts";
 import { readPairedPeople } from "../state/paired_people_reader.ts";
 
@@ -44,4 +45,40 @@ export function peopleLines(found: CheckPeople): string[] {
       ? `paired: ${show(found.paired)}`
       : `paired: unknown — ${found.paired.problem}`,
   ];
+}
+
+/**
+ * Warnings about paired people the config now overrides: a configured user of the same name (it
+ * wins, and the paired person is no longer recognised) or an exact pattern of theirs (the
+ * configured user wins for that address), and a state database that could not be read.
+ */
+export function pairedWarnings(config: CoopConfig, found: CheckPeople): ConfigDiagnostic[] {
+  if (!Array.isArray(found.paired)) {
+    return [configWarning("config.paired_unreadable", "agent.state_dir", found.paired.problem)];
+  }
+  const out: ConfigDiagnostic[] = [];
+  for (const person of found.paired) {
+    const i = config.users.findIndex((u) => u.name === person.name);
+    if (i >= 0) {
+      out.push(configWarning(
+        "config.paired_name_taken",
+        `users[${i}].name`,
+        `"${person.name}" is also a paired person (${person.match.join(" ")}), who is no longer ` +
+          "recognised: the configured user wins; rename one of them",
+      ));
+    }
+    config.users.forEach((user, u) =>
+      user.match.forEach((pattern, j) => {
+        if (u !== i && person.match.includes(pattern)) {
+          out.push(configWarning(
+            "config.paired_shadowed",
+            `users[${u}].match[${j}]`,
+            `"${pattern}" is also paired person "${person.name}"'s address; the configured user ` +
+              `"${user.name}" wins for it`,
+          ));
+        }
+      })
+    );
+  }
+  return out;
 }

@@ -119,7 +119,11 @@ export class Gateway {
       ? this.config.users.find((u) => u.name === terminalUser)
       : undefined;
     if (user) return routeUser(user);
-    const paired = this.pairing.people().map(pairedUser);
+    // A configured user of the same name wins: the paired one would share their sessions and
+    // workspace (`coop check` warns about it).
+    const paired = this.pairing.people().filter((p) =>
+      !this.config.users.some((u) => u.name === p.name)
+    ).map(pairedUser);
     return routeMessage(this.config, { channel, sender, ...where }, paired);
   }
 

@@ -32,7 +32,11 @@ export type MessagePlan =
 
 /** Plans `message` from `route` (pairing has been decided before). */
 export function planMessage(message: IncomingMessage, route: Route): MessagePlan {
-  const command = parseChatCommand(message.text);
+  const quiet = message.group !== undefined && !message.addressed &&
+    (route.group?.respond ?? "mention") === "mention";
+  // A group message that does not address the agent is context, even one that looks like a
+  // command (`/status@another_bot`).
+  const command = quiet ? null : parseChatCommand(message.text);
   if (command) return { kind: "command", command };
   if (message.group === undefined) {
     return {
@@ -44,9 +48,7 @@ export function planMessage(message: IncomingMessage, route: Route): MessagePlan
   }
   const key = groupSessionKey(message.channel, message.group);
   const text = labelledText(route, message);
-  if ((route.group?.respond ?? "mention") === "mention" && !message.addressed) {
-    return { kind: "context", key, text, trust: contextTrust(route) };
-  }
+  if (quiet) return { kind: "context", key, text, trust: contextTrust(route) };
   return {
     kind: "turn",
     sessionUser: key.user,

@@ -71,6 +71,11 @@ export class PairingGate {
       this.#codes.delete(gone.id);
       log.info("pairing.expired {channel}:{sender}", { event: "pairing.expired", ...who(gone) });
     }
+    if (this.#codes.size > settings.maxPending) {
+      // Approved or denied elsewhere (`coop pairing`): only waiting requests keep their code.
+      const waiting = new Set(this.#store.pending(now).map((r) => r.id));
+      for (const id of this.#codes.keys()) if (!waiting.has(id)) this.#codes.delete(id);
+    }
     const pending = this.#store.pendingFor(message.channel, message.sender, now);
     if (pending) return this.#again(pending, now);
     const code = newPairingCode();

@@ -101,3 +101,40 @@ Deno.test("coop check: auto-run files in a group's and a paired person's workspa
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("coop check: a paired person shadowed by a configured user is a warning", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-check-shadow-" }));
+  try {
+    const file = join(dir, "coop.toml");
+    const users = '[[users]]\nname = "dave"\ntrust = "inner"\nmatch = ["http:dave"]\n' +
+      '[[users]]\nname = "erin"\ntrust = "inner"\nmatch = ["telegram:6"]\n';
+    await Deno.writeTextFile(file, BASE + users + `[agent]\nstate_dir = "state"\n`);
+    const db = openStateDb(join(dir, "state"));
+    const store = new PairingStore(db);
+    for (const [sender, code, name] of [["5", "AAAA-AAAA", "dave"], ["6", "BBBB-BBBB", "frank"]]) {
+      store.create({ channel: "telegram", sender, aliases: [] }, code, {
+        now: Date.now(),
+        expiresAt: Date.now() + 60_000,
+      }, 5);
+      store.approve(code, { name, trust: "familiar" }, Date.now());
+    }
+    db.close();
+    let output = "";
+    await runCheck(["--config", file], {
+      probe: availableProbe,
+      write: (t) => output += t,
+      env: () => undefined,
+    });
+    assertMatch(
+      output,
+      /warning: .*users\[1\]\.name: "dave" is also a paired person \(telegram:5\)/,
+    );
+    assertMatch(
+      output,
+      /warning: .*users\[2\]\.match\[0\]: "telegram:6" is also paired person "frank"/,
+    );
+    assertMatch(output, /paired: dave \(familiar, telegram:5\); frank \(familiar, telegram:6\)/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

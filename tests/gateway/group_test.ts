@@ -169,3 +169,16 @@ Deno.test("group: the owner's /approve in a group is refused (the group's ceilin
     assertEquals(server.requests.length, 0);
   });
 });
+
+Deno.test("group: a command that does not address the agent is context too; an addressed one is answered", async () => {
+  await withPeopleGateway([], async ({ gateway, server }) => {
+    const other = await gateway.handle(family("200", "/status@another_bot", false));
+    assertEquals(other.silent, true);
+    const ours = await gateway.handle(family("100", "/status@coop_bot", true));
+    assertEquals(
+      ours.reply.split("\n")[0],
+      `user alice · trust owner · telegram:100 · group telegram:${FAMILY_GROUP} (ceiling inner)`,
+    );
+    assertEquals(server.requests.length, 0);
+  });
+});

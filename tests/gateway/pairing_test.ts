@@ -206,3 +206,17 @@ Deno.test("pairing: only direct messenger chats pair; HTTP and disabled pairing 
     assertEquals(gateway.pairing.pending(Date.now()), []);
   }, { extra: "\n[pairing]\nenabled = false\n" });
 });
+
+Deno.test("pairing: a paired person whose name a configured user took since is no longer recognised", async () => {
+  await withPeopleGateway([], async ({ gateway, server }) => {
+    // As if carol had been paired before the owner added [[users]] name = "carol" to coop.toml.
+    const now = Date.now();
+    gateway.pairing.create({ channel: "telegram", sender: "888", aliases: [] }, "ABCD-EFGH", {
+      now,
+      expiresAt: now + 60_000,
+    }, 5);
+    gateway.pairing.approve("ABCD-EFGH", { name: "carol", trust: "familiar" }, now);
+    await assertRejects(() => gateway.handle(dm("888", "it's me, carol")), PairingRequiredError);
+    assertEquals(server.requests.length, 0, "never routed as the configured carol");
+  });
+});
