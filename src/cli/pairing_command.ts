@@ -1,6 +1,7 @@
 /**
- * `coop pairing list [--json] | approve CODE [--name NAME] [--trust LEVEL] | deny CODE`, each
- * with `[--config FILE]`: the owner decides who an unknown sender is. It opens the same state
+ * `coop pairing list [--json] | approve CODE [--name NAME] [--trust LEVEL] | deny CODE |
+ * remove NAME`, each with `[--config FILE]`: the owner decides who an unknown sender is, and may
+ * forget a paired person again. It opens the same state
  * database as a running `coop start` (WAL lets both in; the gateway reads an approval at the
  * sender's next message, without a restart).
  * @module
@@ -40,11 +41,11 @@ export async function pairingCommand(
   io: PairingCommandIo = DEFAULT_IO,
 ): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== "list" && sub !== "approve" && sub !== "deny") {
+  if (sub !== "list" && sub !== "approve" && sub !== "deny" && sub !== "remove") {
     throw new UsageError(
       sub === undefined
-        ? "coop pairing needs list, approve CODE or deny CODE"
-        : `unknown pairing command "${sub}"; expected list, approve or deny`,
+        ? "coop pairing needs list, approve CODE, deny CODE or remove NAME"
+        : `unknown pairing command "${sub}"; expected list, approve, deny or remove`,
     );
   }
   const { values, positionals } = parseArgs({
@@ -65,7 +66,7 @@ export async function pairingCommand(
     throw new UsageError(
       sub === "list"
         ? "coop pairing list takes no arguments"
-        : `coop pairing ${sub} needs one CODE`,
+        : `coop pairing ${sub} needs one ${sub === "remove" ? "NAME" : "CODE"}`,
     );
   }
   const file = callerPath(values.config);
@@ -94,6 +95,14 @@ export async function pairingCommand(
       return 0;
     }
     const code = positionals[0];
+    if (sub === "remove") {
+      if (!store.remove(code)) {
+        io.err(`coop: nobody paired is named "${code}" (see coop pairing list)\n`);
+        return 1;
+      }
+      io.out(`removed ${code}: their next message is from an unknown sender again\n`);
+      return 0;
+    }
     if (sub === "deny") {
       const request = denyPairing(store, code, now);
       io.out(`denied ${address(request)}; they get no new code until ${iso(request.expiresAt)}\n`);

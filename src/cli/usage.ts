@@ -4,7 +4,7 @@ export const USAGE = `Usage:
   coop chat    [--config FILE]                 terminal chat as the terminal user
   coop check   [--config FILE] [--json]        validate config; exit 1 on errors
   coop pairing list [--json] | approve CODE [--name NAME] [--trust LEVEL] | deny CODE
-               [--config FILE]                 who may talk to the agent (unknown senders)
+               | remove NAME [--config FILE]   who may talk to the agent (unknown senders)
   coop sandbox status [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...

@@ -74,7 +74,7 @@ Deno.test("coop pairing: list and approve as another process while the gateway r
 Deno.test("coop pairing: usage mistakes exit 2 with the usage; an unknown code exits 1", async () => {
   const none = await coop("pairing");
   assertEquals(none.code, 2);
-  assertMatch(none.stderr, /coop pairing needs list, approve CODE or deny CODE/);
+  assertMatch(none.stderr, /coop pairing needs list, approve CODE, deny CODE or remove NAME/);
   const noCode = await coop("pairing", "approve");
   assertEquals(noCode.code, 2);
   assertMatch(noCode.stderr, /coop pairing approve needs one CODE/);

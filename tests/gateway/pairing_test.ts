@@ -220,3 +220,19 @@ Deno.test("pairing: a paired person whose name a configured user took since is n
     assertEquals(server.requests.length, 0, "never routed as the configured carol");
   });
 });
+
+Deno.test("pairing: coop pairing remove forgets a paired person; their next message is unknown again", async () => {
+  await withPeopleGateway([format.text(["hi"])], async ({ gateway, server, dir }) => {
+    const code = await pairingCode(gateway.handle(dm("555", "hi")));
+    assertEquals((await cli(dir, "approve", code, "--name", "dave")).code, 0);
+    await gateway.handle(dm("555", "hello"));
+    assertEquals(server.requests.length, 1);
+    const removed = await cli(dir, "remove", "dave");
+    assertEquals(removed.code, 0, removed.err);
+    await pairingCode(gateway.handle(dm("555", "hello?")));
+    assertEquals(server.requests.length, 1);
+    const again = await cli(dir, "remove", "dave");
+    assertEquals(again.code, 1);
+    assertMatch(again.err, /nobody paired is named "dave"/);
+  });
+});
