@@ -259,4 +259,16 @@ if (import.meta.main) {
     stderr: "inherit",
   }).output();
   if (!gateway.success) console.log("gateway overhead: the comparison failed (see above)");
+  console.log();
+  const load = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      fileURLToPath(new URL("./bench_load.ts", import.meta.url)),
+    ],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!load.success) console.log("gateway under load: the comparison failed (see above)");
 }

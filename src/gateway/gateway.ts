@@ -22,12 +22,13 @@ import { type MessageOrigin, type Route, routeMessage, routeUser, sessionOwner }
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
+import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
 import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { TurnTaint } from "./turn_taint.ts";
 import { PairingStore } from "../state/pairing_store.ts";
 import { PairingGate } from "./pairing_gate.ts";
-import { pairedUser } from "./pairing_approval.ts";
-import { type ChatCommandContext, runChatCommand } from "./chat_commands.ts";
+import { pairedUsers } from "./pairing_approval.ts";
+import { runChatCommand } from "./chat_commands.ts";
 import { planMessage } from "./message_plan.ts";
 import { keepAsContext } from "./group_chat.ts";
 import { SessionQueue } from "./session_queue.ts";
@@ -54,6 +55,8 @@ export interface GatewayDependencies {
   provider?: ProviderOptions;
   /** An open state database; default `openStateDb(config.agent.stateDir)`. */
   db?: DatabaseSync;
+  /** How the group commit fsyncs the WAL (tests hold one open and count them). */
+  walSync?: SyncData;
   /** The clock of pairing codes (expiry, re-sends); default `Date.now`. */
   now?: () => number;
 }
@@ -80,6 +83,7 @@ export class Gateway {
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   readonly #db: DatabaseSync;
+  readonly #wal?: WalFlusher;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
   /** Turns of one session run one after another. */
@@ -89,7 +93,11 @@ export class Gateway {
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
     this.config = config;
     this.#db = db;
-    this.sessions = new SessionStore(db);
+    // Group commit: a turn's messages are committed without an fsync and the turn awaits one
+    // shared fsync of the WAL, off the event loop, before its reply leaves (docs/sessions.md).
+    const location = db.location();
+    this.#wal = location ? new WalFlusher(location, { syncData: deps.walSync }) : undefined;
+    this.sessions = new SessionStore(db, undefined, this.#wal);
     this.pairing = new PairingStore(db);
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
     this.executor = new ToolExecutor(config, {
@@ -119,11 +127,7 @@ export class Gateway {
       ? this.config.users.find((u) => u.name === terminalUser)
       : undefined;
     if (user) return routeUser(user);
-    // A configured user of the same name wins: the paired one would share their sessions and
-    // workspace (`coop check` warns about it).
-    const paired = this.pairing.people().filter((p) =>
-      !this.config.users.some((u) => u.name === p.name)
-    ).map(pairedUser);
+    const paired = pairedUsers(this.pairing, this.config.users);
     return routeMessage(this.config, { channel, sender, ...where }, paired);
   }
 
@@ -133,15 +137,17 @@ export class Gateway {
    * does not address the agent is kept as context (silent); everything else is a turn.
    */
   handle = async (message: IncomingMessage): Promise<TurnOutcome> => {
-    const route = this.route(message.channel, message.sender, {
-      ...(message.group === undefined ? {} : { group: message.group }),
-      ...(message.senderAliases === undefined ? {} : { aliases: message.senderAliases }),
-    });
+    const { group, senderAliases: aliases } = message;
+    const route = this.route(message.channel, message.sender, { group, aliases });
     if (this.#pairingGate.applies(route, message)) return this.#pairingGate.answer(message);
     const plan = planMessage(message, route);
     if (plan.kind === "command") {
-      const reply = runChatCommand(plan.command, { route, message, ...this.#known });
-      return { reply, session: "", tools: [] };
+      const known = { config: this.config, pairing: this.pairing };
+      return {
+        reply: runChatCommand(plan.command, { route, message, ...known }),
+        session: "",
+        tools: [],
+      };
     }
     if (plan.kind === "context") {
       return await keepAsContext(this.sessions, this.#sessions, plan, route.principal.name);
@@ -161,17 +167,8 @@ export class Gateway {
 
   /** `/status` for a sender (the terminal's shows it too). */
   status(channel: string, sender: string): string {
-    const route = this.route(channel, sender);
-    return runChatCommand({ name: "status" }, {
-      route,
-      message: { channel, sender },
-      ...this.#known,
-    });
-  }
-
-  /** Who is known: configured users and paired people, for chat commands. */
-  get #known(): Pick<ChatCommandContext, "config" | "pairing"> {
-    return { config: this.config, pairing: this.pairing };
+    const context = { message: { channel, sender }, config: this.config, pairing: this.pairing };
+    return runChatCommand({ name: "status" }, { route: this.route(channel, sender), ...context });
   }
 
   /** The cron scheduler's runner: a fresh session as the job's user, with the job's overrides. */
@@ -224,6 +221,7 @@ export class Gateway {
 
   /** Closes the state database (every message is already committed). */
   close(): void {
+    this.#wal?.close();
     if (this.#db.isOpen) this.#db.close();
   }
 
@@ -276,12 +274,13 @@ export class Gateway {
     const taint = TurnTaint.fromHistory(principal, { channel, ceiling: route.ceiling }, stored);
     const trust = taint.trust;
     // Every message is committed before the turn goes on (a crash of Coop loses at most the
-    // one in progress); it is on disk — fsynced — before the channel acknowledges anything: the
-    // reply's commit syncs all of the turn's, and `sync()` covers a turn that ends otherwise.
-    // Each carries the turn's trust when it completed, so what the turn read taints its session.
+    // one in progress), without an fsync; the turn awaits one shared fsync of the WAL (group
+    // commit, off the event loop) before it returns, so nothing is acknowledged before it is
+    // on disk. Each carries the turn's trust when it completed, so what the turn read taints
+    // its session.
     const persist = (message: ChatMessage) =>
       this.sessions.append(key, toSessionMessage(message, principal.name, taint.trust), {
-        durable: isFinalReply(message),
+        durable: false,
       });
     const started = performance.now();
     log.info("gateway.turn.start", {
@@ -356,14 +355,9 @@ export class Gateway {
       }
       throw error;
     } finally {
-      this.sessions.sync();
+      await this.sessions.flush();
     }
   }
-}
-
-/** The agent loop's last message of a turn that ends with a reply: text and no tool calls. */
-function isFinalReply(message: ChatMessage): boolean {
-  return message.role === "assistant" && message.toolCalls.length === 0;
 }
 
 /** Where the turn's tools see files: the owner's on the host, everyone else's in the sandbox. */

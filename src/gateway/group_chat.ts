@@ -76,8 +76,10 @@ export function keepAsContext(
   principal: string,
 ): Promise<TurnOutcome> {
   const { key, text, trust } = context;
-  return queue.after(key, () => {
-    sessions.append(key, { role: "user", content: text, principal, trust }, { durable: true });
+  return queue.after(key, async () => {
+    // Committed now; on disk with the next shared fsync of the WAL (group commit), which the
+    // channel waits for before it takes the message as handled.
+    sessions.append(key, { role: "user", content: text, principal, trust }, { durable: false });
     log.info("gateway.group.context", {
       event: "gateway.group.context",
       channel: key.channel,
@@ -85,6 +87,7 @@ export function keepAsContext(
       principal,
       trust,
     });
-    return Promise.resolve({ reply: "", silent: true, session: key.session, tools: [] });
+    await sessions.flush();
+    return { reply: "", silent: true, session: key.session, tools: [] };
   });
 }

@@ -153,3 +153,11 @@ export function pairedUser(person: PairedPerson): UserConfig {
     sandbox: {},
   };
 }
+
+/**
+ * The paired people as users for the router. One whose name a configured user has taken since is
+ * left out: they would share that user's sessions and workspace (`coop check` warns about it).
+ */
+export function pairedUsers(store: PairingStore, users: readonly UserConfig[]): UserConfig[] {
+  return store.people().filter((p) => !users.some((u) => u.name === p.name)).map(pairedUser);
+}

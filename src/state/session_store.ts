@@ -3,6 +3,7 @@
  * returns, so a channel that acknowledges after it never loses an acknowledged message.
  * @module
  */
+import type { WalFlusher } from "./wal_flush.ts";
 import { randomBytes } from "node:crypto";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
@@ -149,10 +150,13 @@ export class SessionStore {
   readonly #clear: StatementSync;
   /** A commit since the last fsync of the WAL was not durable (see `sync`). */
   #unsynced = false;
+  /** Group commit of non-durable appends (see `flush`); absent for an in-memory database. */
+  readonly #wal?: WalFlusher;
 
-  constructor(db: DatabaseSync, now: () => number = Date.now) {
+  constructor(db: DatabaseSync, now: () => number = Date.now, wal?: WalFlusher) {
     this.#db = db;
     this.#now = now;
+    this.#wal = wal;
     this.#findSession = db.prepare(
       "SELECT id FROM sessions WHERE channel = ? AND user = ? AND session = ?",
     );
@@ -214,6 +218,7 @@ export class SessionStore {
       );
       this.#db.exec("COMMIT");
       this.#unsynced = !durable;
+      if (!durable) this.#wal?.committed();
       log.debug("session.append", {
         event: "session.append",
         ...key,
@@ -238,6 +243,16 @@ export class SessionStore {
     if (!this.#unsynced) return;
     this.#db.exec("PRAGMA wal_checkpoint(PASSIVE)");
     this.#unsynced = false;
+  }
+
+  /**
+   * Resolves once every message appended so far is on disk, without stalling the event loop:
+   * one fsync of the WAL on the runtime's thread pool, shared by every append made before it
+   * began (group commit, `WalFlusher`). Without a `WalFlusher`, the same as `sync()`.
+   */
+  async flush(): Promise<void> {
+    if (this.#wal) await this.#wal.flush();
+    else this.sync();
   }
 
   /** Returns the newest `limit` messages of the session, oldest first (empty when unknown). */

@@ -3,11 +3,9 @@
  * database. Routing, taint from history, the system prompt's turn context, drain, cron errors.
  */
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { commandResult } from "../fixtures/command_result.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
-import { TurnError } from "../../src/agent/mod.ts";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { type ScriptedReply, withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
@@ -232,65 +230,5 @@ Deno.test("gateway: no model configured is a provider error and nothing is recor
       .catch((e) => e);
     assertEquals(error.code, "provider.not_configured");
     assertEquals(gateway.sessions.history({ channel: "http", user: "bob", session: "m1" }), []);
-  });
-});
-
-/** Wraps the session store to record each append's durability and each sync(). */
-function recordDurability(gateway: Gateway): string[] {
-  const events: string[] = [];
-  const { sessions } = gateway;
-  const append = sessions.append.bind(sessions);
-  sessions.append = (key, message, options) => {
-    events.push(`${message.role}:${options?.durable ?? true ? "durable" : "committed"}`);
-    return append(key, message, options);
-  };
-  const sync = sessions.sync.bind(sessions);
-  sessions.sync = () => {
-    events.push("sync");
-    sync();
-  };
-  return events;
-}
-
-/** Frames in the state database's WAL not yet checkpointed, read through a second connection. */
-function uncheckpointedFrames(gateway: Gateway): number {
-  const db = new DatabaseSync(join(gateway.config.agent.stateDir, "coop.db"));
-  try {
-    const row = db.prepare("PRAGMA wal_checkpoint(NOOP)").get() as Record<string, number>;
-    return row.log - row.checkpointed;
-  } finally {
-    db.close();
-  }
-}
-
-const bash = (id: string) => format.toolCall(id, "bash", [JSON.stringify({ command: "true" })]);
-
-Deno.test("gateway: a turn's steps are committed as they go and fsynced with the reply", async () => {
-  await withGateway([bash("t1"), bash("t2"), format.text(["done"])], async (gateway) => {
-    const events = recordDurability(gateway);
-    const outcome = await gateway.handle({ channel: "http", sender: "bob", text: "go" });
-    assertEquals(outcome.reply, "done");
-    assertEquals(events, [
-      "user:committed",
-      "assistant:committed",
-      "tool:committed",
-      "assistant:committed",
-      "tool:committed",
-      "assistant:durable",
-      "sync",
-    ]);
-  });
-});
-
-Deno.test("gateway: a turn that fails after a tool step still leaves its steps on disk", async () => {
-  const refused = { status: 400, chunks: ['{"error":{"message":"refused"}}'] };
-  await withGateway([bash("t1"), refused], async (gateway) => {
-    const events = recordDurability(gateway);
-    await assertRejects(
-      () => gateway.handle({ channel: "http", sender: "bob", text: "go" }),
-      TurnError,
-    );
-    assertEquals(events, ["user:committed", "assistant:committed", "tool:committed", "sync"]);
-    assertEquals(uncheckpointedFrames(gateway), 0, "sync() checkpointed the WAL (after fsync)");
   });
 });

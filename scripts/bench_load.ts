@@ -1,0 +1,250 @@
+/**
+ * The gateway under load (issue 17): N clients (20 by default) over the HTTP channel of a real
+ * `coop start` process, each turn one sandboxed `bash` call through a model on loopback that
+ * answers at once — against, in the same run, the raw N-at-a-time `exec()` throughput of the same
+ * policy, so the figure that matters is the ratio. Prints turns per second, turn latency
+ * percentiles, failures, and the gateway's RSS (before, peak, after), descriptors and threads.
+ * `--turns N` sets the measured turns (default 1,000); with `--curve` it prints RSS every 1,000
+ * turns (the long run: `deno run -A scripts/bench_load.ts --turns 10000 --curve`).
+ * Informational: a missed goal is marked, never fails.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { join } from "node:path";
+import { parseConfig } from "../src/config/config.ts";
+import { toSandboxPolicy } from "../src/config/sandbox_settings.ts";
+import { Gateway } from "../src/gateway/gateway.ts";
+import { scopeFor } from "../src/tools/path_scope.ts";
+import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
+import { ANTHROPIC } from "../tests/agent/wire_formats.ts";
+import type { ScriptedReply } from "../tests/agent/scripted_server.ts";
+import {
+  makeCoopHome,
+  postMessage,
+  startGateway,
+  stopGateway,
+} from "../tests/e2e/gateway_process.ts";
+
+const COMMAND = "true";
+const FINAL_TEXT = "done";
+const WARMUP_TURNS = 100;
+const RAW_SECONDS = 5;
+/** Issue 17's goal: turns per second ≥ this share of the raw exec() throughput. */
+const GOAL_RATIO = 0.5;
+
+/** Nearest-rank percentile (p in 0..100) of unsorted samples, as in bench.ts. */
+function percentile(samples: readonly number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+/** The Messages API on loopback: the first request of a turn gets a `bash` call, the next the reply. */
+function startProvider(): Deno.HttpServer<Deno.NetAddr> {
+  const body = (reply: ScriptedReply) => (reply.chunks ?? []).join("");
+  const call = body(ANTHROPIC.toolCall("toolu_1", "bash", [JSON.stringify({ command: COMMAND })]));
+  const final = body(ANTHROPIC.text([FINAL_TEXT]));
+  const headers = { "content-type": "text/event-stream" };
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const { messages } = await request.json() as { messages: unknown[] };
+    return new Response(messages.length === 1 ? call : final, { headers });
+  });
+}
+
+function configText(clients: number, providerUrl: string): string {
+  const users = Array.from({ length: clients }, (_, i) => `
+[[users]]
+name = "u${i}"
+trust = "full"
+match = ["http:u${i}"]`).join("\n");
+  const tokens = Array.from(
+    { length: clients },
+    (_, i) => `[[channels.http.tokens]]\nid = "u${i}"\ntoken_env = "U${i}_TOKEN"`,
+  ).join("\n");
+  return `
+[agent]
+model = "bench/m"
+workspace = "{{dir}}/workspace"
+state_dir = "{{dir}}/state"
+${users}
+[[providers]]
+name = "bench"
+kind = "anthropic"
+base_url = "${providerUrl}"
+[channels.http]
+enabled = true
+listen = "127.0.0.1:0"
+max_connections = ${Math.max(256, clients * 4)}
+${tokens}
+`;
+}
+
+/** What /proc says about the gateway process now. */
+interface ProcessSample {
+  rssMb: number;
+  threads: number;
+  fds: number;
+}
+
+function sample(pid: number): ProcessSample {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1]);
+  let fds = 0;
+  for (const _ of Deno.readDirSync(`/proc/${pid}/fd`)) fds++;
+  return { rssMb: field("VmRSS") / 1024, threads: field("Threads"), fds };
+}
+
+/** Runs `turns` turns from `clients` concurrent clients; returns each turn's latency and failures. */
+async function load(
+  url: string,
+  clients: number,
+  turns: number,
+  onTurn: (done: number) => void,
+): Promise<{ latencies: number[]; failures: string[]; seconds: number }> {
+  const latencies: number[] = [];
+  const failures: string[] = [];
+  let started = 0;
+  const begin = performance.now();
+  await Promise.all(Array.from({ length: clients }, async (_, i) => {
+    while (started < turns) {
+      started++;
+      const t0 = performance.now();
+      try {
+        const { status, json } = await postMessage(url, `token-u${i}`, { text: "go" });
+        const tools = json.tools as { sandboxed?: boolean; exitCode?: number }[] | undefined;
+        if (status !== 200 || json.reply !== FINAL_TEXT || tools?.[0]?.sandboxed !== true) {
+          failures.push(`${status} ${JSON.stringify(json).slice(0, 200)}`);
+        } else {
+          latencies.push(performance.now() - t0);
+        }
+      } catch (error) {
+        failures.push(error instanceof Error ? error.message : String(error));
+      }
+      onTurn(latencies.length + failures.length);
+    }
+  }));
+  return { latencies, failures, seconds: (performance.now() - begin) / 1000 };
+}
+
+/** `clients` loops of `exec()` with the policy bob's `bash` gets, for `seconds`: runs per second. */
+async function rawExec(policy: SandboxPolicyInput, clients: number, seconds: number) {
+  const end = performance.now() + seconds * 1000;
+  let runs = 0;
+  const begin = performance.now();
+  await Promise.all(Array.from({ length: clients }, async () => {
+    while (performance.now() < end) {
+      const result = await exec(policy, ["sh", "-c", COMMAND], { timeoutMs: 30_000 });
+      if (result.exitCode !== 0) throw new Error(`exec() exited ${result.exitCode}`);
+      runs++;
+    }
+  }));
+  return runs / ((performance.now() - begin) / 1000);
+}
+
+/** The policy the gateway's executor builds for user `u0` of `text`, for the raw baseline. */
+async function baselinePolicy(text: string, dir: string): Promise<SandboxPolicyInput> {
+  const config = parseConfig(text.replaceAll("{{dir}}", dir), join(dir, "coop.toml"), dir);
+  const gateway = Gateway.open(config);
+  try {
+    const user = config.users[0];
+    const policy = toSandboxPolicy(
+      gateway.executor.settingsFor(user),
+      scopeFor(config, user.name, false).hostRoot,
+    );
+    await Deno.mkdir(policy.workspace!, { recursive: true });
+    return policy;
+  } finally {
+    gateway.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      clients: { type: "string", default: "20" },
+      turns: { type: "string", default: "1000" },
+      curve: { type: "boolean", default: false },
+    },
+  });
+  const clients = Number(values.clients), turns = Number(values.turns);
+  console.log(
+    `gateway under load: ${clients} HTTP clients, ${turns} turns after ${WARMUP_TURNS} warm-up, ` +
+      `each one model call, one sandboxed bash \`${COMMAND}\`, one reply; raw exec() baseline ` +
+      `${clients} at a time for ${RAW_SECONDS} s`,
+  );
+  const provider = startProvider();
+  const text = configText(clients, `http://127.0.0.1:${provider.addr.port}`);
+  const home = await makeCoopHome(text);
+  const tokens = Object.fromEntries(
+    Array.from({ length: clients }, (_, i) => [`U${i}_TOKEN`, `token-u${i}`]),
+  );
+  const gateway = await startGateway(home, { ...tokens, COOP_LOG: "warning" });
+  try {
+    const pid = gateway.child.pid;
+    const idle = sample(pid);
+    const warm = await load(gateway.url, clients, WARMUP_TURNS, () => {});
+    if (warm.failures.length > 0) {
+      throw new Error(`warm-up failed: ${warm.failures[0]}\n${gateway.stderr().slice(-3000)}`);
+    }
+    const before = sample(pid);
+    let peak = before;
+    const sampler = setInterval(() => {
+      try {
+        const now = sample(pid);
+        if (now.rssMb > peak.rssMb) peak = now;
+      } catch {
+        clearInterval(sampler); // the gateway exited: the turns fail and say so
+      }
+    }, 100);
+    const curve: string[] = [];
+    const run = await load(gateway.url, clients, turns, (done) => {
+      if (values.curve && done % 1000 === 0) {
+        curve.push(`${done}: ${sample(pid).rssMb.toFixed(1)} MB`);
+      }
+    });
+    clearInterval(sampler);
+    if (run.failures.length === turns) {
+      throw new Error(`every turn failed: ${run.failures[0]}\n${gateway.stderr().slice(-3000)}`);
+    }
+    const after = sample(pid);
+    await stopGateway(gateway);
+    const raw = await rawExec(await baselinePolicy(text, home.dir), clients, RAW_SECONDS);
+
+    const rate = run.latencies.length / run.seconds;
+    const ratio = rate / raw;
+    const p = (q: number) => percentile(run.latencies, q).toFixed(1);
+    console.log(
+      `  turns/s ${rate.toFixed(1)}  (raw exec() ${raw.toFixed(1)}/s, ratio ${ratio.toFixed(2)}, ` +
+        `goal ≥ ${GOAL_RATIO} ${ratio >= GOAL_RATIO ? "✓ met" : "✗ not met"})`,
+    );
+    console.log(
+      `  turn latency ms p50 ${p(50)}  p95 ${p(95)}  p99 ${p(99)}  failures ` +
+        `${run.failures.length}${run.failures.length ? ` (first: ${run.failures[0]})` : ""}`,
+    );
+    console.log(
+      `  gateway RSS MB idle ${idle.rssMb.toFixed(1)}  after warm-up ${
+        before.rssMb.toFixed(1)
+      }  peak ${peak.rssMb.toFixed(1)}  after ` +
+        `${after.rssMb.toFixed(1)};  fds ${before.fds} → ${after.fds};  threads ` +
+        `${before.threads} → ${after.threads}`,
+    );
+    if (curve.length > 0) console.log(`  RSS curve (turns: RSS): ${curve.join(", ")}`);
+  } finally {
+    await stopGateway(gateway);
+    await provider.shutdown();
+    await Deno.remove(home.dir, { recursive: true });
+  }
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+    // The sandbox library keeps a prestarted init and its reaper's poll alive for the next exec().
+    Deno.exit(0);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    console.log(`gateway under load: aborted, no figures — ${reason}`);
+    Deno.exit(1);
+  }
+}
