@@ -69,7 +69,8 @@ export interface PostOptions extends SendPolicy {
   signal?: AbortSignal;
 }
 
-function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason as soon as it is aborted. */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {

@@ -4,6 +4,7 @@
  * @module
  */
 import type { CoopConfig } from "./config.ts";
+import { telegramTokenEnv } from "./messenger_schema.ts";
 
 /** `[envName, keyPath]` for every channel token the config refers to. */
 export function channelSecrets(config: Pick<CoopConfig, "channels">): Array<[string, string]> {
@@ -11,8 +12,10 @@ export function channelSecrets(config: Pick<CoopConfig, "channels">): Array<[str
   config.channels.http?.tokens.forEach((t, i) =>
     found.push([t.token_env, `channels.http.tokens[${i}].token_env`])
   );
-  if (config.channels.telegram) {
-    found.push([config.channels.telegram.token_env, "channels.telegram.token_env"]);
+  const telegram = config.channels.telegram;
+  if (telegram) {
+    const key = telegram.bot_token_env === undefined ? "token_env" : "bot_token_env";
+    found.push([telegramTokenEnv(telegram), `channels.telegram.${key}`]);
   }
   return found;
 }

@@ -6,20 +6,38 @@ import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 import { configSchema } from "./config_schema.ts";
 import { isLoopbackHost } from "./loopback_host.ts";
+import { SIGNAL_RPC_DEFAULT, TELEGRAM_API_DEFAULT } from "./messenger_schema.ts";
 
-/** Channels the config may describe that no command of this version serves. */
-const UNSERVED_CHANNELS = ["telegram", "signal"] as const;
-
-/** Channels enabled that this version does not serve. */
-export function checkUnservedChannels(config: CoopConfig, out: ConfigDiagnostic[]): void {
-  for (const name of UNSERVED_CHANNELS) {
-    if (config.channels[name]?.enabled) {
-      out.push(configWarning(
-        "config.channel_not_served",
-        `channels.${name}.enabled`,
-        `${name} is enabled, but this version of Coop does not serve it yet (coop start ignores it)`,
-      ));
-    }
+/**
+ * Telegram's older `token_env` spelling, and a Bot API or signal-cli daemon reached over plain
+ * HTTP beyond this machine (the bot token and every message would cross the network unencrypted).
+ */
+export function checkMessengerChannels(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  const telegram = config.channels.telegram;
+  if (telegram?.token_env !== undefined && telegram.bot_token_env === undefined) {
+    out.push(configWarning(
+      "config.renamed_key",
+      "channels.telegram.token_env",
+      `token_env is the older spelling of bot_token_env; rename it (bot_token_env = "${telegram.token_env}")`,
+    ));
+  }
+  const urls: Array<[string, string | undefined]> = [
+    ["channels.telegram.api_base_url", telegram?.enabled ? telegram.api_base_url : undefined],
+    [
+      "channels.signal.rpc_url",
+      config.channels.signal?.enabled ? config.channels.signal.rpc_url : undefined,
+    ],
+  ];
+  for (const [path, url] of urls) {
+    if (url === undefined || !url.startsWith("http://")) continue;
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+    if (isLoopbackHost(host)) continue;
+    out.push(configWarning(
+      "config.channel_not_encrypted",
+      path,
+      `"${url}" is plain HTTP to another machine: credentials and messages cross the network ` +
+        "unencrypted; use https:// or a daemon on this machine",
+    ));
   }
 }
 
@@ -64,14 +82,14 @@ export function checkHttpChannel(config: CoopConfig, out: ConfigDiagnostic[]): v
 /** What each channel's table holds when it only says `enabled` (its defaults). */
 /** What each channel's table holds when it sets nothing: taken from the schema itself, so a key
  * added there is never mistaken for one the owner set. Telegram and Signal need a key to parse
- * at all; everything they set beyond `enabled` is the owner's. */
+ * at all; everything else they set beyond their defaults is the owner's. */
 const CHANNEL_DEFAULTS: Readonly<Record<string, Record<string, unknown>>> = (() => {
   const channels = configSchema.parse({ channels: { terminal: {}, http: {} } }).channels;
   return {
     terminal: channels.terminal ?? {},
     http: channels.http ?? {},
-    telegram: { enabled: false },
-    signal: { enabled: false },
+    telegram: { enabled: false, api_base_url: TELEGRAM_API_DEFAULT },
+    signal: { enabled: false, rpc_url: SIGNAL_RPC_DEFAULT },
   };
 })();
 

@@ -30,7 +30,10 @@ export function checkSecrets(
       out.push(configWarning(
         "config.missing_channel_token",
         path,
-        `environment variable ${name} is not set; requests with that token will be refused`,
+        `environment variable ${name} is not set; ` +
+          (path.startsWith("channels.telegram")
+            ? "coop start cannot serve Telegram without the bot token"
+            : "requests with that token will be refused"),
       ));
     }
   }

@@ -8,8 +8,8 @@ import type { ConfigDiagnostic } from "./config_diagnostic.ts";
 import {
   checkDisabledChannels,
   checkHttpChannel,
+  checkMessengerChannels,
   checkTerminalUser,
-  checkUnservedChannels,
 } from "./check_channels.ts";
 import { checkCron } from "./check_cron.ts";
 import { checkProviders } from "./check_providers.ts";
@@ -42,7 +42,7 @@ export function checkConfig(
   checkWorkspace(config, out);
   checkPrivatePaths(config, out);
   checkTerminalUser(config, out);
-  checkUnservedChannels(config, out);
+  checkMessengerChannels(config, out);
   checkHttpChannel(config, out);
   checkDisabledChannels(config, out);
   checkWorkspaceAccess(config, out);

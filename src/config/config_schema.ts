@@ -11,6 +11,7 @@ import { parseAllowEntry } from "../sandbox/mod.ts";
 import { PROVIDER_KINDS } from "./provider_kinds.ts";
 import { USER_NAME_PATTERN, USER_NAME_RULE } from "./user_name.ts";
 import { pairingSchema } from "./pairing_settings.ts";
+import { signalChannelSchema, telegramChannelSchema } from "./messenger_schema.ts";
 
 /** Network modes config accepts (docs/network.md). */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
@@ -204,14 +205,8 @@ export const configSchema = z.strictObject({
         token_env: envName,
       })).default([]),
     }).superRefine(requestTimeoutCoversHeaders).optional(),
-    telegram: z.strictObject({
-      enabled: z.boolean().default(false),
-      token_env: envName,
-    }).optional(),
-    signal: z.strictObject({
-      enabled: z.boolean().default(false),
-      account: z.string().min(1),
-    }).optional(),
+    telegram: telegramChannelSchema.optional(),
+    signal: signalChannelSchema.optional(),
   }).default({}),
 });
 

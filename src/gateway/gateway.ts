@@ -74,9 +74,10 @@ export interface GatewayDependencies {
  * ```
  */
 export class Gateway {
-  readonly config: CoopConfig;
-  readonly executor: ToolExecutor;
+  #config: CoopConfig;
+  #executor: ToolExecutor;
   readonly sessions: SessionStore;
+  readonly #deps: GatewayDependencies;
   /** Pairing requests and paired people (shared with `coop pairing` through the database). */
   readonly pairing: PairingStore;
   readonly #pairingGate: PairingGate;
@@ -91,8 +92,9 @@ export class Gateway {
   #draining = false;
 
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
-    this.config = config;
+    this.#config = config;
     this.#db = db;
+    this.#deps = deps;
     // Group commit: a turn's messages are committed without an fsync and the turn awaits one
     // shared fsync of the WAL, off the event loop, before its reply leaves (docs/sessions.md).
     const location = db.location();
@@ -100,11 +102,34 @@ export class Gateway {
     this.sessions = new SessionStore(db, undefined, this.#wal);
     this.pairing = new PairingStore(db);
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
-    this.executor = new ToolExecutor(config, {
-      memory: new MemoryDatabase(db),
-      ...deps.executor,
-    });
+    this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
+  }
+
+  /** The config new turns run under. */
+  get config(): CoopConfig {
+    return this.#config;
+  }
+
+  /** The executor new turns' tools run through (one per config). */
+  get executor(): ToolExecutor {
+    return this.#executor;
+  }
+
+  /**
+   * Applies a reloaded config (already checked) to every turn that starts from now on; turns in
+   * flight keep the config and executor they started with. The state directory is not moved.
+   */
+  reconfigure(config: CoopConfig): void {
+    this.#config = config;
+    this.#executor = this.#newExecutor(config);
+  }
+
+  #newExecutor(config: CoopConfig): ToolExecutor {
+    return new ToolExecutor(config, {
+      memory: new MemoryDatabase(this.#db),
+      ...this.#deps.executor,
+    });
   }
 
   /** Opens the state database and builds the executor for `config`. */
@@ -225,13 +250,14 @@ export class Gateway {
     if (this.#db.isOpen) this.#db.close();
   }
 
-  #run(request: TurnRequest): Promise<TurnOutcome> {
+  #run(fields: Omit<TurnRequest, "config" | "executor">): Promise<TurnOutcome> {
+    const request: TurnRequest = { ...fields, config: this.#config, executor: this.#executor };
     if (this.#draining) {
       return Promise.reject(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
     }
     // One person's turns (and so sandboxes) at once are capped (ATTACKS R14); the rest wait in
     // a bounded queue or are refused here, before anything is recorded.
-    const limit = turnLimitFor(this.config, request.route);
+    const limit = turnLimitFor(request.config, request.route);
     let admission: TurnAdmission | undefined;
     try {
       admission = limit ? this.#turns.admit(request.person, limit) : undefined;
@@ -262,7 +288,7 @@ export class Gateway {
   }
 
   async #turn(request: TurnRequest, signal: AbortSignal): Promise<TurnOutcome> {
-    const { route, channel } = request;
+    const { route, channel, config, executor } = request;
     const { principal, user } = route;
     const key: SessionKey = {
       channel,
@@ -294,16 +320,16 @@ export class Gateway {
       cronJob: request.cronJob?.name,
     });
     const { provider, model } = selectModel(
-      this.config.agent.model,
-      this.config.providers,
+      config.agent.model,
+      config.providers,
       this.#providerOptions,
     );
-    const tools = allowedTools(this.executor, principal, taint.situation);
-    const system = withTurnContext(await loadSystemPrompt(this.config.agent.workspace), {
+    const tools = allowedTools(executor, principal, taint.situation);
+    const system = withTurnContext(await loadSystemPrompt(config.agent.workspace), {
       user: principal.name,
       trust,
       channel,
-      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, this.config),
+      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, config),
       ...(request.group ? { group: `${channel}:${request.group.id}` } : {}),
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
@@ -316,14 +342,14 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, {
+        executeTool: executorTool(executor, {
           taint,
           user,
           cronJob: request.cronJob,
           ...(request.group ? { groupDir: request.group.dir } : {}),
         }),
-        maxIterations: this.config.agent.maxIterations,
-        maxTokens: this.config.agent.maxTokens,
+        maxIterations: config.agent.maxIterations,
+        maxTokens: config.agent.maxTokens,
         signal,
         onEvent: request.onEvent,
         onMessage: persist,

@@ -18,10 +18,10 @@ export interface MessageOrigin {
   channel: string;
   /** The sender's identifier on that channel, e.g. `bob`. */
   sender: string;
+  /** Other identifiers of the same sender (Signal's number and uuid): any may match a user. */
+  aliases?: readonly string[];
   /** The group chat's identifier when the message came from a group. */
   group?: string;
-  /** Other identifiers of the same sender (signal-cli's number and uuid). */
-  aliases?: readonly string[];
 }
 
 /** What the router needs from config. */
@@ -98,7 +98,8 @@ export function routeMessage(
     ceiling = leastTrusted(group?.ceiling ?? DEFAULT_GROUP_CEILING, MAX_GROUP_CEILING);
   }
   const where = { ceiling, ...(group ? { group } : {}) };
-  const addresses = [origin.sender, ...origin.aliases ?? []].map((id) => `${origin.channel}:${id}`);
+  const ids = [origin.sender, ...origin.aliases ?? []];
+  const addresses = ids.map((id) => `${origin.channel}:${id}`);
   const exactly = (u: UserConfig) => u.match.some((p) => addresses.includes(p));
   // Exact patterns win over wildcards, so `telegram:*` cannot shadow a named or paired person.
   const exact = config.users.find(exactly);
@@ -108,7 +109,9 @@ export function routeMessage(
     return { principal, user: pairedUser, ...where, reason: "paired" };
   }
   const user = exact ??
-    config.users.find((u) => u.match.some((p) => patternMatches(p, origin.channel, origin.sender)));
+    config.users.find((u) =>
+      u.match.some((p) => ids.some((id) => patternMatches(p, origin.channel, id)))
+    );
   if (user) {
     return { principal: { name: user.name, trust: user.trust }, user, ...where, reason: "matched" };
   }

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import { PAIRING_SCHEMA } from "./pairing_schema.ts";
+import { CHANNEL_INBOX_MIGRATION } from "./channel_inbox_schema.ts";
 
 const log = getLogger(["coop", "sessions"]);
 
@@ -82,8 +83,9 @@ export const MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  CHANNEL_INBOX_MIGRATION,
   {
-    version: 3,
+    version: 4,
     description: "pairing requests and paired people",
     sql: PAIRING_SCHEMA,
   },

@@ -257,8 +257,9 @@ Deno.test("warnings: sandbox on without owner, owner cron overrides, missing key
   );
   strictEqual(telegram.code, 0);
   ok(
-    /warning: coop\.toml: channels\.telegram\.enabled: telegram is enabled, but this version of Coop does not serve it yet/
+    /warning: coop\.toml: channels\.telegram\.token_env: token_env is the older spelling of bot_token_env; rename it/
       .test(telegram.output),
+    telegram.output,
   );
 });
 
@@ -380,9 +381,9 @@ const WARNINGS: ReadonlyArray<[string, string, string, RegExp]> = [
   ],
   [
     "a telegram section left disabled",
-    BASE + '[channels.telegram]\ntoken_env = "TG_TOKEN"\n',
+    BASE + '[channels.telegram]\nbot_token_env = "TG_TOKEN"\n',
     "channels.telegram.enabled",
-    /\[channels\.telegram\] sets token_env but the channel is not enabled/,
+    /\[channels\.telegram\] sets bot_token_env but the channel is not enabled/,
   ],
 ];
 
