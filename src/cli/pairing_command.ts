@@ -145,12 +145,13 @@ function shownName(name: string | undefined): string {
 function human(report: { pending: PairingRequest[]; paired: PairedPerson[] }, now: number) {
   const lines = [`Pairing requests (${report.pending.length}):`];
   for (const r of report.pending) {
-    const age = formatDuration(Math.max(0, Math.round((now - r.createdAt) / 60_000)) * 60_000);
+    const minutes = Math.round((now - r.createdAt) / 60_000);
+    const age = minutes < 1 ? "just now" : `${formatDuration(minutes * 60_000)} ago`;
     const left = formatDuration(Math.max(1, Math.round((r.expiresAt - now) / 60_000)) * 60_000);
     lines.push(
       `  ${address(r)}${shownName(r.senderName)} — ${
         r.denied ? "denied" : "waiting"
-      }, asked ${age} ago, expires in ${left}`,
+      }, asked ${age}, expires in ${left}`,
     );
   }
   lines.push(`Paired people (${report.paired.length}):`);
