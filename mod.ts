@@ -16,6 +16,7 @@
  */
 export { exec } from "./src/sandbox/exec.ts";
 export type { ExecOptions, ExecResult } from "./src/sandbox/exec.ts";
+export type { SandboxCpuTime } from "./src/sandbox/spawn.ts";
 export { probe } from "./src/sandbox/probe.ts";
 export type { ProbeCheck, ProbeReport } from "./src/sandbox/probe.ts";
 export { lastSelfTest, selfTest } from "./src/sandbox/self_test.ts";

@@ -20,6 +20,11 @@
 #define COOP_PROXY_PORT 3128
 #define COOP_PROXY_SOCKET "/run/coop/proxy.sock"
 
+/* The signal the gateway sends the init to end the sandbox (timeout, cancel): the init kills
+ * the command and then every other process, and reaps them all before it exits, so that their
+ * CPU time is in its rusage. 64 is SIGRTMAX on x86_64 and aarch64; no libc reserves it. */
+#define COOP_SIG_END 64
+
 /* A record on the report pipe: three native-endian int32. */
 struct coop_record {
   int kind;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -433,12 +434,21 @@ int coop_start(const uint8_t *spec, size_t spec_len, const int32_t *params,
 /* Ends a prestarted sandbox that will not be used: kills and reaps the init, closes its fds. */
 void coop_discard(int32_t *out) { discard(out); }
 
-/* waitpid(pid, WNOHANG) for one known child: 0 while it runs, its pid once reaped. */
-int coop_wait(int pid, int32_t *status) {
+/* wait4(pid, WNOHANG) for one known child: 0 while it runs, its pid once reaped. Once reaped,
+ * cpu_us (when not NULL) gets its user and system CPU time in microseconds. For a sandbox's init
+ * that is the whole sandbox: the kernel adds every child a process reaps to its own rusage, and
+ * the init reaps every process of its pid namespace (those still alive when it exits are killed
+ * and reaped in its exit, before it becomes a zombie). */
+int coop_wait(int pid, int32_t *status, int64_t *cpu_us) {
   int st = 0;
-  int r = waitpid(pid, &st, WNOHANG | __WALL);
+  struct rusage ru;
+  int r = wait4(pid, &st, WNOHANG | __WALL, &ru);
   if (r < 0) return -errno;
   *status = st;
+  if (r > 0 && cpu_us) {
+    cpu_us[0] = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+    cpu_us[1] = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+  }
   return r;
 }
 

@@ -83,8 +83,52 @@ static int wait_for_go(void) {
   return tree;
 }
 
+/* Whether a child of the init is left that it may signal. /proc/1/task/1/children lists the
+ * children; kill(pid, 0) answers EPERM for the proxy forwarder, which runs outside the init's
+ * Landlock domain (forwarder.c) and so cannot be killed from here. Any doubt (no /proc, a read
+ * error) answers no: the init then exits, and the kernel ends what is left. */
+static int signalable_child_left(void) {
+  long fd = SYS4(__NR_openat, AT_FDCWD, "/proc/1/task/1/children", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  char buf[256];
+  long pid = 0, n;
+  int found = 0;
+  while (!found && (n = SYS3(__NR_read, fd, buf, sizeof buf)) > 0) {
+    for (long i = 0; i < n && !found; i++) {
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        pid = pid * 10 + (buf[i] - '0');
+        continue;
+      }
+      found = pid > 0 && SYS2(__NR_kill, pid, 0) == 0;
+      pid = 0;
+    }
+  }
+  if (!found && pid > 0) found = SYS2(__NR_kill, pid, 0) == 0;
+  SYS1(__NR_close, fd);
+  return found;
+}
+
+/* Kills every other process of the namespace and reaps them all. The kernel would kill them
+ * when the init exits, but would reap them without adding their CPU time to the init's rusage
+ * (a dying init ignores SIGCHLD), and the gateway measures the sandbox's CPU time from it.
+ * kill(-1) reaches only this namespace's processes; killing again after each reap also ends a
+ * child forked while the first kill went round. The proxy forwarder (and its relays) the init
+ * may not signal: it is left to the kernel, and is Coop's plumbing, not the command's work. */
+static void end_all(void) {
+  int status;
+  for (;;) {
+    SYS2(__NR_kill, -1, SIGKILL);
+    long r = SYS4(__NR_wait4, -1, &status, WNOHANG | __WALL, 0);
+    if (r > 0) continue;
+    if (r < 0 || !signalable_child_left()) return;
+    /* A killed child is still dying: wait for it (it is the next to change state). */
+    SYS4(__NR_wait4, -1, &status, __WALL, 0);
+  }
+}
+
 /* pid 1 of the namespace: forwards the gateway's signals to the command, reaps every
- * process, and exits with the command's status — which kills whatever is left. */
+ * process, and when the command has exited ends the rest and exits with its status.
+ * COOP_SIG_END (timeout, cancel) is the gateway's SIGKILL for the command. */
 __attribute__((noreturn)) static void supervise(long command) {
   /* Our copies of the command's stdio would keep the gateway's pipes open. */
   SYS1(__NR_close, 0), SYS1(__NR_close, 1), SYS1(__NR_close, 2);
@@ -98,9 +142,12 @@ __attribute__((noreturn)) static void supervise(long command) {
       while ((pid = SYS4(__NR_wait4, -1, &status, WNOHANG, 0)) > 0) {
         if (pid != command) continue;
         coop_report(COOP_REC_EXIT, status, 0);
+        end_all();
         coop_exit(COOP_WIFEXITED(status) ? COOP_WEXITSTATUS(status)
                                          : 128 + COOP_WTERMSIG(status));
       }
+    } else if (sig == COOP_SIG_END) {
+      SYS2(__NR_kill, command, SIGKILL);
     } else if (sig > 0) {
       SYS2(__NR_kill, command, sig);
     }

@@ -88,6 +88,11 @@ export interface TurnOptions {
    * persist it before the turn goes on (a crash then loses at most the message in progress).
    */
   onMessage?: (message: ChatMessage) => void;
+  /**
+   * Receives each model response's token usage as the provider reports it, as soon as it ends
+   * (budgets count it even when a later call of the turn fails).
+   */
+  onUsage?: (usage: Usage) => void;
 }
 
 /** What a turn produced. */
@@ -212,6 +217,7 @@ async function streamResponse(
         response.stop = event.reason;
         record.usage.inputTokens += event.usage?.inputTokens ?? 0;
         record.usage.outputTokens += event.usage?.outputTokens ?? 0;
+        if (event.usage) options.onUsage?.(event.usage);
       }
     }
   } catch (error) {

@@ -10,6 +10,7 @@ import { isSessionId } from "../state/session_store.ts";
 import { TurnRefusedError } from "../errors/turn_refused.ts";
 import { sameSecret } from "../sandbox/secret_compare.ts";
 import { type HttpServer, type HttpServerLimits, serveHttp } from "./http_server.ts";
+import { httpOutcomeBody } from "./http_outcome.ts";
 import type { TurnHandler } from "../gateway/turn_handler.ts";
 
 const log = getLogger(["coop", "channel", "http"]);
@@ -161,7 +162,7 @@ async function message(
     session: result.data.session,
     signal: request.signal,
   });
-  return json(200, outcome);
+  return json(200, httpOutcomeBody(outcome));
 }
 
 /** Serves the channel on `listen` (`host:port`) until `signal` aborts; throws what listening throws. */

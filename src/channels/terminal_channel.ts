@@ -128,6 +128,10 @@ export async function runTerminalChannel(options: TerminalChannelOptions): Promi
         });
         session = outcome.session;
         out("\n");
+        // The terminal is on the machine that holds the workspace: name the file, no download.
+        for (const f of outcome.files ?? []) {
+          out(`(file sent: ${f.name}, ${f.bytes.length} bytes, ${f.mediaType})\n`);
+        }
       } catch (error) {
         if (!running.signal.aborted) out(`\n(error: ${(error as Error).message})\n`);
       } finally {

@@ -4,11 +4,14 @@
  */
 import { chatCommand } from "./chat_command.ts";
 import { checkCommand } from "./check_command.ts";
+import { explainCommand } from "./explain_command.ts";
 import { pairingCommand } from "./pairing_command.ts";
 import { setupLogging } from "./logging.ts";
+import { memoryCommand } from "./memory_command.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
 import { startCommand } from "./start_command.ts";
 import { USAGE } from "./usage.ts";
+import { usageCommand } from "./usage_command.ts";
 import { UsageError } from "./usage_error.ts";
 
 async function run(args: string[]): Promise<number> {
@@ -24,6 +27,12 @@ async function run(args: string[]): Promise<number> {
       return await checkCommand(rest);
     case "pairing":
       return await pairingCommand(rest);
+    case "memory":
+      return await memoryCommand(rest);
+    case "usage":
+      return await usageCommand(rest);
+    case "explain":
+      return await explainCommand(rest);
     case undefined:
     case "help":
     case "--help":

@@ -5,6 +5,11 @@ export const USAGE = `Usage:
   coop check   [--config FILE] [--json]        validate config; exit 1 on errors
   coop pairing list [--json] | approve CODE [--name NAME] [--trust LEVEL] | deny CODE
                | remove NAME [--config FILE]   who may talk to the agent (unknown senders)
+  coop usage   [--config FILE] [--json]        each person's consumption against budgets
+  coop memory list [--user NAME] [--store S] [--config FILE] [--json]
+  coop memory rm ID [--config FILE]           the owner's view of every memory
+  coop explain (--user NAME | --channel C --sender ID) [--channel C] [--group G] [--json]
+               [--config FILE]                 what that person can do, and why
   coop sandbox status [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy] [--allow-domain HOST[:PORT]]...

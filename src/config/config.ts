@@ -5,6 +5,7 @@
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import type { TrustLevel } from "../trust/trust_level.ts";
+import type { Budget } from "./budget_settings.ts";
 import { ConfigError, diagnosticsFromIssues } from "./config_diagnostic.ts";
 import { configSchema, type RawConfig } from "./config_schema.ts";
 import type { PairingSettings } from "./pairing_settings.ts";
@@ -26,6 +27,8 @@ export interface UserConfig {
   sandbox: Partial<SandboxSettings>;
   /** `max_concurrent_turns`: this user's own cap on turns at once, over `[agent]`'s. */
   maxConcurrentTurns?: number;
+  /** `[users.budget]`: turns, tokens and sandbox seconds this user may use. */
+  budget?: Budget;
 }
 
 /** A configured group chat and its trust ceiling. */
@@ -38,6 +41,8 @@ export interface GroupConfig {
   ceiling: TrustLevel;
   /** `mention`: answer only messages that address the agent, keep the rest as context. */
   respond: "mention" | "all";
+  /** `[groups.budget]`: what all turns in this group chat together may use. */
+  budget?: Budget;
 }
 
 /** Where a cron job's reply goes: the log, or a POST to an HTTP callback. */
@@ -78,6 +83,8 @@ export interface CoopConfig {
     maxConcurrentTurnsPerUser: number;
     /** Turns of one person that may wait beyond those; more are refused. */
     maxQueuedTurnsPerUser: number;
+    /** Largest file `send_file` sends to a chat (`max_send_file_size`). */
+    maxSendFileBytes: number;
   };
   /** `[[users]]`. */
   users: readonly UserConfig[];
@@ -148,6 +155,7 @@ export function parseConfig(
       maxTokens: raw.agent.max_tokens,
       maxConcurrentTurnsPerUser: raw.agent.max_concurrent_turns_per_user,
       maxQueuedTurnsPerUser: raw.agent.max_queued_turns_per_user,
+      maxSendFileBytes: raw.agent.max_send_file_size,
     },
     users: raw.users.map((u) => ({
       name: u.name,
@@ -157,12 +165,14 @@ export function parseConfig(
       ...(u.max_concurrent_turns === undefined
         ? {}
         : { maxConcurrentTurns: u.max_concurrent_turns }),
+      ...(u.budget ? { budget: u.budget } : {}),
     })),
     groups: raw.groups.map((g) => ({
       name: g.name,
       match: g.match,
       ceiling: g.trust,
       respond: g.respond,
+      ...(g.budget ? { budget: g.budget } : {}),
     })),
     sandbox: {
       enabled,

@@ -4,7 +4,13 @@
  */
 import { z } from "zod";
 import { TRUST_LEVELS } from "../trust/trust_level.ts";
-import { memorySize, timeoutDuration, tmpSize } from "./config_units.ts";
+import {
+  DEFAULT_MAX_SEND_FILE_BYTES,
+  memorySize,
+  sendFileSize,
+  timeoutDuration,
+  tmpSize,
+} from "./config_units.ts";
 import { cronScheduleProblem } from "./cron_schedule.ts";
 import { matchPatternProblem } from "../trust/match_pattern.ts";
 import { parseAllowEntry } from "../sandbox/mod.ts";
@@ -12,6 +18,7 @@ import { PROVIDER_KINDS } from "./provider_kinds.ts";
 import { USER_NAME_PATTERN, USER_NAME_RULE } from "./user_name.ts";
 import { pairingSchema } from "./pairing_settings.ts";
 import { signalChannelSchema, telegramChannelSchema } from "./messenger_schema.ts";
+import { budgetSchema } from "./budget_settings.ts";
 
 /** Network modes config accepts (docs/network.md). */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;
@@ -156,6 +163,7 @@ export const configSchema = z.strictObject({
     workspace: z.string().min(1, "must not be empty").optional(),
     state_dir: z.string().min(1, "must not be empty").optional(),
     ...turnLimitShape,
+    max_send_file_size: sendFileSize.default(DEFAULT_MAX_SEND_FILE_BYTES),
   }).prefault({}),
   users: z.array(z.strictObject({
     name,
@@ -163,12 +171,14 @@ export const configSchema = z.strictObject({
     match: z.array(matchPattern).default([]),
     sandbox: sandboxOverridesSchema.optional(),
     max_concurrent_turns: concurrentTurns.optional(),
+    budget: budgetSchema.optional(),
   })).default([]),
   groups: z.array(z.strictObject({
     name: z.string().min(1).optional(),
     match: z.array(matchPattern).min(1, "must list at least one pattern"),
     trust: z.enum(TRUST_LEVELS).default("familiar"),
     respond: z.enum(GROUP_RESPOND_MODES).default("mention"),
+    budget: budgetSchema.optional(),
   })).default([]),
   sandbox: sandboxSchema.default({ enabled: true, workspace_scope: "user" }),
   cron: z.array(z.strictObject({

@@ -107,3 +107,14 @@ export const pairingCodeTtl: UnitSchema = converted(
   7 * 24 * 3_600_000,
   "a code must live long enough to be passed on, and not linger",
 );
+
+/** Default `max_send_file_size`: 10 MiB. */
+export const DEFAULT_MAX_SEND_FILE_BYTES = 10 * 2 ** 20;
+
+/** `max_send_file_size`: one file `send_file` sends; messengers take at most tens of MiB. */
+export const sendFileSize: UnitSchema = converted(
+  SIZE,
+  1,
+  2 ** 30,
+  "one file goes into one chat message",
+);

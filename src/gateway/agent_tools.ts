@@ -7,6 +7,7 @@
 import type { AgentTool, ExecuteTool } from "../agent/agent_loop.ts";
 import type { ToolName } from "../trust/tool_names.ts";
 import { decide, type Principal, type Situation } from "../trust/authorization.ts";
+import type { ToolFile } from "../tools/tool_contract.ts";
 import type { ToolCall, ToolCallOutcome, ToolExecutor } from "../tools/tool_executor.ts";
 import type { TurnTaint } from "./turn_taint.ts";
 
@@ -36,11 +37,16 @@ export function allowedTools(
   }));
 }
 
+/** Files one turn may send (`send_file`); each is capped by `[agent] max_send_file_size`. */
+export const MAX_FILES_PER_TURN = 10;
+
 /** One turn as its tool calls need it: the taint carries the principal and the situation. */
 export interface TurnBinding
   extends Omit<ToolCall, "tool" | "args" | "signal" | "principal" | "situation"> {
   /** The turn's trust as it goes; every call is authorized in its current situation. */
   taint: TurnTaint;
+  /** Receives the files the turn's calls send to the chat (`send_file`), in order. */
+  files?: ToolFile[];
 }
 
 /**
@@ -49,7 +55,7 @@ export interface TurnBinding
  * before the next call (ATTACKS P14); the model is told when and why that lowered the turn.
  */
 export function executorTool(executor: ToolExecutor, turn: TurnBinding): ExecuteTool {
-  const { taint, ...rest } = turn;
+  const { taint, files, ...rest } = turn;
   return async (name, args, signal) => {
     const outcome = await executor.call({
       ...rest,
@@ -59,6 +65,19 @@ export function executorTool(executor: ToolExecutor, turn: TurnBinding): Execute
       args,
       signal,
     });
+    if (outcome.file && !outcome.isError && files) {
+      // A turn holds what it sends in memory until the reply goes out: bound how much.
+      if (files.length >= MAX_FILES_PER_TURN) {
+        return {
+          content: `send_file: this turn already sends ${MAX_FILES_PER_TURN} files, the most ` +
+            "one reply carries; nothing more was added",
+          isError: true,
+          sandboxed: false,
+          exitCode: null,
+        };
+      }
+      files.push(outcome.file);
+    }
     const lowered = outcome.memoryRead ? taint.read(outcome.memoryRead) : [];
     const ran = outcome.decision?.allowed === true;
     const note = taintNote(outcome, lowered.length > 0, taint);

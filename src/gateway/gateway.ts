@@ -12,13 +12,13 @@ import { type ProviderOptions, selectModel } from "../agent/provider_registry.ts
 import { CoopError } from "../errors/coop_error.ts";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
-import type { IncomingMessage, TurnOutcome } from "./turn_handler.ts";
+import type { IncomingMessage, OutgoingFile, TurnOutcome } from "./turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
-import { type MessageOrigin, type Route, routeMessage, routeUser, sessionOwner } from "./router.ts";
+import { type MessageOrigin, type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
@@ -33,6 +33,9 @@ import { planMessage } from "./message_plan.ts";
 import { keepAsContext } from "./group_chat.ts";
 import { SessionQueue } from "./session_queue.ts";
 import type { TurnRequest } from "./turn_request.ts";
+import { BudgetGate, type TurnMeter } from "./budget_gate.ts";
+import { UsageStore } from "../state/usage_store.ts";
+import { LONGEST_BUDGET_WINDOW_MS } from "../config/budget_settings.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -83,6 +86,9 @@ export class Gateway {
   readonly #pairingGate: PairingGate;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
+  /** Budgets per person and group chat, counted in the state database. */
+  #budgets: BudgetGate;
+  readonly #usage: UsageStore;
   readonly #db: DatabaseSync;
   readonly #wal?: WalFlusher;
   readonly #providerOptions: ProviderOptions;
@@ -104,6 +110,9 @@ export class Gateway {
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
+    this.#usage = new UsageStore(db);
+    this.#usage.prune(LONGEST_BUDGET_WINDOW_MS);
+    this.#budgets = new BudgetGate(config, this.#usage);
   }
 
   /** The config new turns run under. */
@@ -123,6 +132,7 @@ export class Gateway {
   reconfigure(config: CoopConfig): void {
     this.#config = config;
     this.#executor = this.#newExecutor(config);
+    this.#budgets = new BudgetGate(config, this.#usage);
   }
 
   #newExecutor(config: CoopConfig): ToolExecutor {
@@ -138,22 +148,17 @@ export class Gateway {
   }
 
   /**
-   * Who a channel sender is (configured users, then paired people, read anew each time so an
-   * approval counts from the next message); `[channels.terminal] user` names the terminal's
-   * user outright.
+   * Who a channel sender is, in which chat (`routeSender`: `[channels.terminal] user` names the
+   * terminal's user outright; configured users, then paired people — read anew each time, so an
+   * approval counts from the next message; a group's ceiling applies).
    */
   route(
     channel: string,
     sender: string,
     where: Omit<MessageOrigin, "channel" | "sender"> = {},
   ): Route {
-    const terminalUser = this.config.channels.terminal?.user;
-    const user = channel === "terminal" && terminalUser
-      ? this.config.users.find((u) => u.name === terminalUser)
-      : undefined;
-    if (user) return routeUser(user);
     const paired = pairedUsers(this.pairing, this.config.users);
-    return routeMessage(this.config, { channel, sender, ...where }, paired);
+    return routeSender(this.config, { channel, sender, ...where }, paired);
   }
 
   /**
@@ -259,9 +264,18 @@ export class Gateway {
     // a bounded queue or are refused here, before anything is recorded.
     const limit = turnLimitFor(request.config, request.route);
     let admission: TurnAdmission | undefined;
+    let meter: TurnMeter;
     try {
       admission = limit ? this.#turns.admit(request.person, limit) : undefined;
+      // A spent budget refuses the turn before any model call; a turn let in counts from now.
+      meter = this.#budgets.admit({
+        route: request.route,
+        person: request.person,
+        channel: request.channel,
+        ...(request.group ? { group: request.group.id } : {}),
+      });
     } catch (error) {
+      admission?.done();
       return Promise.reject(error);
     }
     const controller = new AbortController();
@@ -273,7 +287,7 @@ export class Gateway {
     const start = async () => {
       controller.signal.throwIfAborted();
       await admission?.start(controller.signal);
-      return this.#turn(request, controller.signal);
+      return this.#turn(request, controller.signal, meter);
     };
     const key = request.session === undefined
       ? undefined
@@ -287,7 +301,7 @@ export class Gateway {
     return turn;
   }
 
-  async #turn(request: TurnRequest, signal: AbortSignal): Promise<TurnOutcome> {
+  async #turn(request: TurnRequest, signal: AbortSignal, meter: TurnMeter): Promise<TurnOutcome> {
     const { route, channel, config, executor } = request;
     const { principal, user } = route;
     const key: SessionKey = {
@@ -334,6 +348,7 @@ export class Gateway {
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
+    const files: OutgoingFile[] = [];
     try {
       const result = await runTurn({
         provider,
@@ -346,6 +361,8 @@ export class Gateway {
           taint,
           user,
           cronJob: request.cronJob,
+          onSandboxSeconds: meter.addSandboxSeconds,
+          files,
           ...(request.group ? { groupDir: request.group.dir } : {}),
         }),
         maxIterations: config.agent.maxIterations,
@@ -353,6 +370,7 @@ export class Gateway {
         signal,
         onEvent: request.onEvent,
         onMessage: persist,
+        onUsage: (usage) => meter.addTokens(usage.inputTokens + usage.outputTokens),
       });
       log.info("gateway.turn.end", {
         event: "gateway.turn.end",
@@ -367,7 +385,12 @@ export class Gateway {
       if (result.stopReason === "cancelled" && signal.reason instanceof GatewayError) {
         throw signal.reason;
       }
-      return { reply: result.reply, session: key.session, tools: result.tools };
+      return {
+        reply: result.reply,
+        session: key.session,
+        tools: result.tools,
+        ...(files.length ? { files } : {}),
+      };
     } catch (error) {
       if (error instanceof TurnError) {
         log.error("gateway.turn.failed {code}: {message}", {

@@ -51,6 +51,28 @@ export interface Route {
   reason: "matched" | "paired" | "terminal_default_owner" | "unmatched_public";
 }
 
+/** What `routeSender` needs: routing config plus `[channels.terminal] user`. */
+export interface SenderRoutingConfig extends RoutingConfig {
+  /** `[channels]`, for the terminal's configured user. */
+  channels: { terminal?: { user?: string } };
+}
+
+/**
+ * Who a channel sender is, as the gateway routes every message: `[channels.terminal] user`
+ * names the terminal's user outright; everyone else goes through `routeMessage`.
+ */
+export function routeSender(
+  config: SenderRoutingConfig,
+  origin: MessageOrigin,
+  paired: PairedUsers = [],
+): Route {
+  const terminalUser = config.channels.terminal?.user;
+  const user = origin.channel === "terminal" && terminalUser
+    ? config.users.find((u) => u.name === terminalUser)
+    : undefined;
+  return user ? routeUser(user) : routeMessage(config, origin, paired);
+}
+
 /** The route of a configured user addressed by name (cron jobs, `[channels.terminal] user`). */
 export function routeUser(user: UserConfig): Route {
   return {
@@ -73,6 +95,29 @@ export function sessionOwner(route: Route, origin: MessageOrigin): string {
 /** The ceiling of groups no `[[groups]]` entry matches. */
 export const DEFAULT_GROUP_CEILING: TrustLevel = "familiar";
 
+/** The `[[groups]]` entry whose patterns match group chat `group` on `channel`, if any. */
+export function matchGroup(
+  groups: readonly GroupConfig[],
+  channel: string,
+  group: string,
+): GroupConfig | undefined {
+  return groups.find((g) => g.match.some((p) => patternMatches(p, channel, group)));
+}
+
+/**
+ * The trust ceiling of a chat: null in a direct chat, else its `[[groups]]` entry's, or
+ * `DEFAULT_GROUP_CEILING` for a group no entry matches — never above `MAX_GROUP_CEILING`.
+ */
+export function chatCeiling(
+  config: Pick<RoutingConfig, "groups">,
+  channel: string,
+  group: string | undefined,
+): TrustLevel | null {
+  if (group === undefined) return null;
+  const ceiling = matchGroup(config.groups, channel, group)?.ceiling ?? DEFAULT_GROUP_CEILING;
+  return leastTrusted(ceiling, MAX_GROUP_CEILING);
+}
+
 /**
  * The most trust anyone has in a group, whatever its entry says: the owner in a group is
  * sandboxed (DESIGN §1; `coop check` rejects a group ceiling of `owner`).
@@ -89,14 +134,10 @@ export function routeMessage(
   origin: MessageOrigin,
   paired: PairedUsers = [],
 ): Route {
-  let ceiling: TrustLevel | null = null;
-  let group: Route["group"];
-  if (origin.group !== undefined) {
-    group = config.groups.find((g) =>
-      g.match.some((p) => patternMatches(p, origin.channel, origin.group!))
-    );
-    ceiling = leastTrusted(group?.ceiling ?? DEFAULT_GROUP_CEILING, MAX_GROUP_CEILING);
-  }
+  const ceiling = chatCeiling(config, origin.channel, origin.group);
+  const group = origin.group === undefined
+    ? undefined
+    : matchGroup(config.groups, origin.channel, origin.group);
   const where = { ceiling, ...(group ? { group } : {}) };
   const ids = [origin.sender, ...origin.aliases ?? []];
   const addresses = ids.map((id) => `${origin.channel}:${id}`);

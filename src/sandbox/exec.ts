@@ -10,7 +10,7 @@ import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
 import type { ProxyDenial } from "./proxy/policy_proxy.ts";
-import { type ProxyTestHooks, spawnSandboxed } from "./spawn.ts";
+import { type ProxyTestHooks, type SandboxCpuTime, spawnSandboxed } from "./spawn.ts";
 
 const log = getLogger(["coop", "sandbox"]);
 
@@ -27,6 +27,8 @@ export interface ExecOptions {
   stdin?: string | Uint8Array;
   /** Extra environment variables for this command. */
   env?: Record<string, string>;
+  /** Working directory inside the sandbox: `/work` or a path below it (default `/work`). */
+  cwd?: string;
   /** Cap on each of stdout and stderr; the rest is drained and dropped. Default 1 MiB. */
   maxOutputBytes?: number;
   /**
@@ -70,6 +72,11 @@ export interface ExecResult {
   pidsLimitHit: boolean | null;
   /** The resource limits applied, and by which path (`cgroup-v1`, `rlimit`, …). */
   limits: AppliedLimits;
+  /**
+   * CPU time the whole sandbox used (every process in it, background ones included), measured
+   * by the kernel — not estimated from `durationMs` — as the `wait4` rusage of its init.
+   */
+  cpu: SandboxCpuTime;
   /** Requests the policy proxy refused, in order (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
   /**
@@ -132,6 +139,7 @@ export async function exec(
   const started = performance.now();
   const child = await spawnSandboxed(policy, argv, {
     env: options.env,
+    cwd: options.cwd,
     stdin: options.stdin !== undefined,
     failAt: options.failAt,
     timeoutMs,
@@ -172,6 +180,7 @@ export async function exec(
     oomKilled: status.oomKilled,
     pidsLimitHit: status.pidsLimitHit,
     limits: status.limits,
+    cpu: status.cpu,
     proxyDenials: status.proxyDenials,
     proxyRefusedConnections: status.proxyRefusedConnections,
   };
@@ -186,6 +195,7 @@ export async function exec(
     proxyDenials: result.proxyDenials.length,
     proxyRefusedConnections: result.proxyRefusedConnections,
     limitsPath: result.limits.path,
+    cpuMs: result.cpu.userMs + result.cpu.systemMs,
     truncated: result.truncated,
     durationMs: result.durationMs,
   });

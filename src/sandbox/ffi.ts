@@ -17,7 +17,7 @@ const SYMBOLS = {
     result: "i32",
   },
   coop_discard: { parameters: ["buffer"], result: "void" },
-  coop_wait: { parameters: ["i32", "buffer"], result: "i32" },
+  coop_wait: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
   coop_read_report: { parameters: ["i32", "buffer", "i64"], result: "i64" },
   coop_close: { parameters: ["i32"], result: "i32" },

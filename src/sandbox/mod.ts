@@ -21,7 +21,13 @@ export { spawnSandboxed } from "./spawn.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";
-export type { ProxyTestHooks, SandboxProcess, SandboxStatus, SpawnOptions } from "./spawn.ts";
+export type {
+  ProxyTestHooks,
+  SandboxCpuTime,
+  SandboxProcess,
+  SandboxStatus,
+  SpawnOptions,
+} from "./spawn.ts";
 export {
   decideAddress,
   hostNetwork,

@@ -64,7 +64,7 @@ export function takePrestarted(lib: Trampoline, shape: SandboxShape): Int32Array
   const out = idle?.get(key);
   if (!out) return null;
   idle!.delete(key);
-  if (lib.coop_wait(out[OUT.pid], aliveBuffer) === 0) return out;
+  if (lib.coop_wait(out[OUT.pid], aliveBuffer, null) === 0) return out;
   lib.coop_discard(out);
   return null;
 }

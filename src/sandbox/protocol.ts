@@ -95,6 +95,12 @@ export const PROXY_PORT = 3128;
 /** Network "proxy": where the spec binds the policy proxy's unix socket inside. */
 export const PROXY_SOCKET = "/run/coop/proxy.sock";
 
+/**
+ * The signal that asks a sandbox's init to end it (`COOP_SIG_END`): it kills the command, then
+ * every other process, and reaps them all — so their CPU time is counted — before it exits.
+ */
+export const END_SIGNAL = 64;
+
 /** Record kinds on the report pipe: three native-endian int32 each. */
 export const RECORD = { error: 1, exec: 2, exit: 3, ready: 4 } as const;
 /** Bytes per report record. */

@@ -1,12 +1,36 @@
 /**
  * Reaps sandbox inits without stealing anyone else's children: a SIGCHLD listener, then
- * `waitpid(pid, WNOHANG)` for each pid we started — never `waitpid(-1)`, which would take
+ * `wait4(pid, WNOHANG)` for each pid we started — never `waitpid(-1)`, which would take
  * `Deno.Command`'s children too.
  * @module
  */
 import type { Trampoline } from "./ffi.ts";
 
-const waiting = new Map<number, (status: number) => void>();
+/**
+ * CPU time a whole sandbox used, measured by the kernel: the `wait4` rusage of its init, which
+ * includes every process of the sandbox: the init reaps them all, and kills and reaps those
+ * left when the command ends or the gateway ends the sandbox (ffi/init/main.c `end_all`). Only
+ * when the init must be killed outright (it did not end within a grace period) are the
+ * processes it had not yet reaped missing. Milliseconds, to the microsecond.
+ */
+export interface SandboxCpuTime {
+  /** Time in user mode. */
+  userMs: number;
+  /** Time in the kernel on the sandbox's behalf. */
+  systemMs: number;
+  /** How it was measured: `rusage` (the init's, as above). */
+  measuredBy: "rusage";
+}
+
+/** A reaped child: its raw wait status and the CPU time its whole process tree used. */
+export interface Reaped {
+  /** The raw wait status. */
+  status: number;
+  /** User and system CPU time in milliseconds (rusage, reaped descendants included). */
+  cpu: { userMs: number; systemMs: number };
+}
+
+const waiting = new Map<number, (reaped: Reaped) => void>();
 let lib: Trampoline | undefined;
 let listening = false;
 // Signal listeners do not keep Deno's event loop alive, and the pipes may close before the
@@ -15,14 +39,19 @@ let listening = false;
 let keepAlive: ReturnType<typeof setInterval> | undefined;
 const FALLBACK_POLL_MS = 50;
 const statusBuffer = new Int32Array(1);
+const cpuBuffer = new BigInt64Array(2);
 
 function poll(): void {
   for (const [pid, resolve] of waiting) {
-    const r = lib!.coop_wait(pid, statusBuffer);
+    cpuBuffer.fill(0n);
+    const r = lib!.coop_wait(pid, statusBuffer, cpuBuffer);
     if (r === pid || r < 0) {
       waiting.delete(pid);
       // r < 0 (ECHILD) cannot happen for a pid we own; report it as a SIGKILL death.
-      resolve(r === pid ? statusBuffer[0] : 9);
+      resolve({
+        status: r === pid ? statusBuffer[0] : 9,
+        cpu: { userMs: Number(cpuBuffer[0]) / 1000, systemMs: Number(cpuBuffer[1]) / 1000 },
+      });
     }
   }
   if (waiting.size === 0 && keepAlive !== undefined) {
@@ -31,10 +60,10 @@ function poll(): void {
   }
 }
 
-/** Resolves with the raw wait status once `pid` (a child we cloned) has exited. */
-export function waitForExit(trampoline: Trampoline, pid: number): Promise<number> {
+/** Resolves with the raw wait status and CPU time once `pid` (a child we cloned) has exited. */
+export function waitForExit(trampoline: Trampoline, pid: number): Promise<Reaped> {
   lib = trampoline;
-  const done = new Promise<number>((resolve) => waiting.set(pid, resolve));
+  const done = new Promise<Reaped>((resolve) => waiting.set(pid, resolve));
   // Registered once and kept: re-registering per sandbox costs more than it saves, and a
   // signal listener does not keep the process alive.
   if (!listening) {

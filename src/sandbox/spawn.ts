@@ -17,10 +17,10 @@ import { assertHostIdsFree } from "./host_ids.ts";
 import { loadTrampoline, OUT, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
-import type { StepName } from "./protocol.ts";
+import { END_SIGNAL, type StepName } from "./protocol.ts";
 import { startSandbox } from "./prestart.ts";
 import { protectedPathsOffLoop } from "./protected_paths.ts";
-import { waitForExit } from "./reaper.ts";
+import { type SandboxCpuTime, waitForExit } from "./reaper.ts";
 import { readReport } from "./report.ts";
 import { setupFailure } from "./setup_failure.ts";
 import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/policy_proxy.ts";
@@ -28,12 +28,19 @@ import type { Resolver } from "./proxy/proxy_decision.ts";
 import { buildSpec } from "./spec.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
 
+export type { SandboxCpuTime };
+
 const log = getLogger(["coop", "sandbox"]);
+
+/** How long the init may take to end its sandbox when asked before it is killed outright. */
+const END_GRACE_MS = 2000;
 
 /** Options for one sandboxed command. */
 export interface SpawnOptions {
   /** Extra environment variables (added to the allowlisted base). */
   env?: Record<string, string>;
+  /** Working directory inside the sandbox: `/work` or a path below it (default `/work`). */
+  cwd?: string;
   /** Give the command a stdin pipe; otherwise it reads EOF. */
   stdin?: boolean;
   /** Fail this setup step on purpose (tests of the error path). */
@@ -72,6 +79,8 @@ export interface SandboxStatus {
   pidsLimitHit: boolean | null;
   /** The resource limits applied, and by which path. */
   limits: AppliedLimits;
+  /** CPU time the sandbox used; see `ExecResult.cpu`. */
+  cpu: SandboxCpuTime;
   /** Requests the policy proxy refused (network "proxy"; empty otherwise). */
   proxyDenials: ProxyDenial[];
   /** Connections the proxy refused because `proxyMaxConnections` were open (0 otherwise). */
@@ -203,6 +212,7 @@ export async function spawnWorkspaceAsGiven(
   try {
     spec = buildSpec(policy, argv, {
       env: options.env,
+      cwd: options.cwd,
       failAt: options.failAt,
       rlimits: limits.rlimits,
       proxy: proxy ?? undefined,
@@ -279,16 +289,26 @@ function track(
   const stdout = socket(out[OUT.stdout], false);
   const stderr = socket(out[OUT.stderr], false);
   let alive = true, timedOut = false;
+  let force: ReturnType<typeof setTimeout> | undefined;
+  // The pidfd stays valid until we close it after reaping, so no pid-reuse race.
+  const end = () => {
+    if (!alive || force !== undefined) return;
+    // The init kills the command, then everything else, and reaps them all — so their CPU time
+    // is counted — before it exits. SIGKILL to the init follows if it has not gone by then (a
+    // process stuck in the kernel, an init still in setup); that ends the pid namespace anyway.
+    lib.coop_kill(pidfd, END_SIGNAL);
+    force = setTimeout(() => alive && lib.coop_kill(pidfd, signalNumber("SIGKILL")), END_GRACE_MS);
+  };
   const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
     timedOut = true;
-    // The pidfd stays valid until we close it after reaping, so no pid-reuse race.
-    lib.coop_kill(pidfd, signalNumber("SIGKILL"));
+    end();
   }, timeoutMs);
 
-  const status = waitForExit(lib, pid).then(async (waitStatus) => {
+  const status = waitForExit(lib, pid).then(async ({ status: waitStatus, cpu }) => {
     const rep = readReport(lib, out[OUT.report]);
     alive = false;
     clearTimeout(timer);
+    clearTimeout(force);
     lib.coop_close(pidfd);
     lib.coop_close(out[OUT.go]);
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
@@ -305,6 +325,7 @@ function track(
       timedOut,
       ...violations,
       limits,
+      cpu: { ...cpu, measuredBy: "rusage" as const },
       proxyDenials: [...(proxy?.denials ?? [])],
       proxyRefusedConnections: proxy?.refusedConnections ?? 0,
     };
@@ -320,7 +341,8 @@ function track(
     stderr,
     status,
     kill(signal: Deno.Signal = "SIGKILL") {
-      if (alive) lib.coop_kill(pidfd, signalNumber(signal));
+      if (signal === "SIGKILL") end();
+      else if (alive) lib.coop_kill(pidfd, signalNumber(signal));
     },
   };
 }

@@ -6,6 +6,7 @@
 import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxPolicyError } from "./errors.ts";
 import { hostLayout } from "./host_layout.ts";
+import { isInside } from "./path_containment.ts";
 import type { SandboxPolicy } from "./policy.ts";
 import {
   INJECTABLE_STEPS,
@@ -22,6 +23,8 @@ import { proxyUrl } from "./proxy/policy_proxy.ts";
 export interface SpecOptions {
   /** Extra environment variables for this command only. */
   env?: Record<string, string>;
+  /** Working directory inside: `/work` or an absolute path below it, without `..`. */
+  cwd?: string;
   /** Make the named setup step fail (tests of the error path). */
   failAt?: StepName;
   /** [resource, value] rlimits the init sets last (soft = hard); see limits.ts. */
@@ -76,6 +79,23 @@ export function etcFiles(policy: SandboxPolicy): Record<string, string> {
   };
 }
 
+/**
+ * The command's working directory: the workspace, or a directory below it. The init changes
+ * into it inside the new root, where only the sandbox's own view exists, so a symlink there
+ * leads nowhere the command could not reach anyway.
+ */
+function workingDirectory(cwd: string | undefined): string {
+  if (cwd === undefined) return WORKSPACE_MOUNT;
+  if (!cwd.startsWith("/") || !isInside(cwd, WORKSPACE_MOUNT) || cwd.split("/").includes("..")) {
+    throw new SandboxPolicyError(
+      `cwd must be ${WORKSPACE_MOUNT} or an absolute path below it without "..", got ${
+        JSON.stringify(cwd)
+      }`,
+    );
+  }
+  return cwd;
+}
+
 /** Encodes the spec for `argv` under `policy`. */
 export function buildSpec(
   policy: SandboxPolicy,
@@ -98,7 +118,7 @@ export function buildSpec(
   add(TAG.hostname, policy.hostname);
   add(TAG.net, policy.network);
   add(TAG.tmpSize, String(policy.tmpSizeBytes));
-  add(TAG.cwd, WORKSPACE_MOUNT);
+  add(TAG.cwd, workingDirectory(options.cwd));
   for (const path of options.protectedPaths ?? []) add(TAG.protect, path);
   for (const entry of hostLayout()) {
     if (entry.kind === "bind") add(TAG.roBind, entry.host, entry.inside);

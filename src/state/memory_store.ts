@@ -1,14 +1,15 @@
 /**
- * The memory stores (`private`, `shared`, `social`) in the state database, searched with
- * SQLite FTS5. This layer stores and finds; who may use which store is `memory_access.ts`.
+ * The memory stores (`private`, `shared`, `social`, and one `personal` store per principal) in
+ * the state database, searched with SQLite FTS5. This layer stores and finds; who may use which
+ * store is `authorize()`, applied by `memory_access.ts` (and the owner's `coop memory`).
  * @module
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
 import {
   isTrustLevel,
-  MEMORY_STORES,
-  type MemoryStore,
+  MEMORY_STORE_NAMES,
+  type MemoryStoreName,
   type TrustLevel,
 } from "../trust/trust_level.ts";
 
@@ -17,11 +18,15 @@ export interface MemoryHit {
   /** Stable id of the memory. */
   id: number;
   /** The store it lives in. */
-  store: MemoryStore;
+  store: MemoryStoreName;
+  /** Whose personal store holds it (`personal` only). */
+  person?: string;
   /** What was remembered. */
   text: string;
   /** The principal whose turn wrote it. */
   author: string;
+  /** The channel of the turn that wrote it. */
+  channel: string;
   /**
    * The effective trust of the turn that wrote it (never more trusted than its author): a turn
    * that reads it is tainted to this trust.
@@ -36,7 +41,9 @@ const log = getLogger(["coop", "memory"]);
 /** A memory to save, with the provenance of the turn that wrote it. */
 export interface NewMemory {
   /** The store it goes to. */
-  store: MemoryStore;
+  store: MemoryStoreName;
+  /** Whose personal store (`personal` only; the author's). */
+  person?: string;
   /** What to remember. */
   text: string;
   /** The principal whose turn wrote it. */
@@ -65,12 +72,24 @@ export function ftsQuery(text: string): string | null {
 
 interface MemoryRow {
   id: number;
-  store: MemoryStore;
+  store: MemoryStoreName;
+  person: string | null;
   text: string;
   author: string;
+  channel: string;
   trust: string;
   created_at: number;
 }
+
+/** Which memories a listing returns (`coop memory list`); every field narrows it. */
+export interface MemoryFilter {
+  /** Only this store. */
+  store?: MemoryStoreName;
+  /** Only what concerns this person: written by them, or in their personal store. */
+  user?: string;
+}
+
+const COLUMNS = "m.id, m.store, m.person, m.text, m.author, m.channel, m.trust, m.created_at";
 
 /**
  * The trust a stored memory carries. A value that names no trust level (a row edited by hand,
@@ -97,8 +116,8 @@ export class MemoryDatabase {
     this.#db = db;
     this.#now = now;
     this.#insert = db.prepare(
-      `INSERT INTO memories (store, text, author, trust, channel, created_at)
-       VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (store, person, text, author, trust, channel, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -107,6 +126,7 @@ export class MemoryDatabase {
     const id = Number(
       this.#insert.run(
         memory.store,
+        memory.store === "personal" ? memory.person ?? memory.author : null,
         memory.text,
         memory.author,
         memory.trust,
@@ -118,6 +138,7 @@ export class MemoryDatabase {
       event: "memory.write",
       id,
       store: memory.store,
+      person: memory.store === "personal" ? memory.person ?? memory.author : undefined,
       author: memory.author,
       trust: memory.trust,
       channel: memory.channel,
@@ -125,26 +146,75 @@ export class MemoryDatabase {
     return id;
   }
 
-  /** Returns up to `limit` memories from `stores` matching `query`, best match first. */
-  search(query: string, stores: readonly MemoryStore[], limit: number): MemoryHit[] {
+  /**
+   * Returns up to `limit` memories matching `query` from the tier `stores` and the personal
+   * stores of `personalOf`, best match first. Callers pass only what the turn may read.
+   */
+  search(
+    query: string,
+    stores: readonly MemoryStoreName[],
+    limit: number,
+    personalOf: readonly string[] = [],
+  ): MemoryHit[] {
     const match = ftsQuery(query);
-    const wanted = stores.filter((s) => (MEMORY_STORES as readonly string[]).includes(s));
-    if (match === null || wanted.length === 0 || limit < 1) return [];
-    const placeholders = wanted.map(() => "?").join(", ");
+    const tiers = stores.filter((s) => s !== "personal" && MEMORY_STORE_NAMES.includes(s));
+    if (match === null || tiers.length + personalOf.length === 0 || limit < 1) return [];
+    const where = [
+      ...(tiers.length ? [`m.store IN (${tiers.map(() => "?").join(", ")})`] : []),
+      ...(personalOf.length
+        ? [`(m.store = 'personal' AND m.person IN (${personalOf.map(() => "?").join(", ")}))`]
+        : []),
+    ].join(" OR ");
     const rows = this.#db.prepare(
-      `SELECT m.id, m.store, m.text, m.author, m.trust, m.created_at
+      `SELECT ${COLUMNS}
        FROM memories_fts f JOIN memories m ON m.id = f.rowid
-       WHERE memories_fts MATCH ? AND m.store IN (${placeholders})
+       WHERE memories_fts MATCH ? AND (${where})
        ORDER BY bm25(memories_fts), m.id DESC
        LIMIT ?`,
-    ).all(match, ...wanted, limit) as unknown as MemoryRow[];
-    return rows.map((r) => ({
-      id: r.id,
-      store: r.store,
-      text: r.text,
-      author: r.author,
-      trust: storedTrust(r),
-      createdAt: r.created_at,
-    }));
+    ).all(match, ...tiers, ...personalOf, limit) as unknown as MemoryRow[];
+    return rows.map(toHit);
   }
+
+  /** Returns memory `id`, or null when there is none. Callers authorize before showing it. */
+  get(id: number): MemoryHit | null {
+    const row = this.#db.prepare(`SELECT ${COLUMNS} FROM memories m WHERE m.id = ?`).get(id) as
+      | MemoryRow
+      | undefined;
+    return row ? toHit(row) : null;
+  }
+
+  /** Every memory `filter` selects, newest first (the owner's `coop memory list`). */
+  list(filter: MemoryFilter = {}): MemoryHit[] {
+    const clauses: string[] = [];
+    const values: string[] = [];
+    if (filter.store) clauses.push("m.store = ?"), values.push(filter.store);
+    if (filter.user) {
+      clauses.push("(m.author = ? OR m.person = ?)");
+      values.push(filter.user, filter.user);
+    }
+    const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
+    const rows = this.#db.prepare(`SELECT ${COLUMNS} FROM memories m ${where} ORDER BY m.id DESC`)
+      .all(...values) as unknown as MemoryRow[];
+    return rows.map(toHit);
+  }
+
+  /** Deletes memory `id` (and its search entry); false when there was none. Authorize first. */
+  remove(id: number, by: string): boolean {
+    const removed = Number(this.#db.prepare("DELETE FROM memories WHERE id = ?").run(id).changes);
+    if (removed > 0) log.info("memory.forget", { event: "memory.forget", id, by });
+    return removed > 0;
+  }
+}
+
+function toHit(r: MemoryRow): MemoryHit {
+  return {
+    id: r.id,
+    store: r.store,
+    ...(r.person === null ? {} : { person: r.person }),
+    text: r.text,
+    author: r.author,
+    channel: r.channel,
+    trust: storedTrust(r),
+    createdAt: r.created_at,
+  };
 }

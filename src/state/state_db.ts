@@ -1,6 +1,7 @@
 /**
  * Opens Coop's state database (`<state_dir>/coop.db`): private permissions, durable pragmas and
- * versioned migrations. Sessions and memory live in it; nothing else may open it.
+ * versioned migrations. Sessions, memory and usage counters live in it; `coop start` holds it,
+ * and the owner's `coop memory` and `coop usage` open it beside a running gateway (WAL).
  * @module
  */
 import { DatabaseSync } from "node:sqlite";
@@ -83,9 +84,59 @@ export const MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
-  CHANNEL_INBOX_MIGRATION,
+  {
+    version: 3,
+    description: "personal memory stores",
+    // SQLite cannot change a CHECK constraint in place: the table is rebuilt with the same ids
+    // (so the full-text index, keyed by id, stays valid) and its triggers recreated.
+    sql: `
+      CREATE TABLE memories_v3 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        store TEXT NOT NULL CHECK (store IN ('private', 'shared', 'social', 'personal')),
+        person TEXT CHECK ((store = 'personal') = (person IS NOT NULL)),
+        text TEXT NOT NULL,
+        author TEXT NOT NULL,
+        trust TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      INSERT INTO memories_v3 (id, store, person, text, author, trust, channel, created_at)
+        SELECT id, store, NULL, text, author, trust, channel, created_at FROM memories;
+      DROP TRIGGER memories_ai;
+      DROP TRIGGER memories_ad;
+      DROP TABLE memories;
+      ALTER TABLE memories_v3 RENAME TO memories;
+      CREATE INDEX memories_by_person ON memories (person, id) WHERE person IS NOT NULL;
+      CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+      END;
+      CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+      END;
+    `,
+  },
   {
     version: 4,
+    description: "usage counters for budgets",
+    sql: `
+      CREATE TABLE usage_turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        person TEXT NOT NULL,
+        group_name TEXT,
+        channel TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        tokens INTEGER NOT NULL DEFAULT 0,
+        sandbox_us INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX usage_by_person ON usage_turns (person, started_at);
+      CREATE INDEX usage_by_group ON usage_turns (group_name, started_at)
+        WHERE group_name IS NOT NULL;
+    `,
+  },
+  // The channels' inbox was step 3 on its branch; main's memory and budgets came first.
+  { ...CHANNEL_INBOX_MIGRATION, version: 5 },
+  {
+    version: 6,
     description: "pairing requests and paired people",
     sql: PAIRING_SCHEMA,
   },

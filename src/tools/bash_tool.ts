@@ -12,11 +12,45 @@ import {
   type ToolResult,
 } from "./tool_contract.ts";
 import { truncateHeadTail } from "./truncation.ts";
+import { resolveWorkingDir } from "./working_dir.ts";
 
 const bashArguments = z.strictObject({
   command: z.string().min(1, "must be a non-empty shell command"),
   timeout: z.number().positive("must be a positive number of seconds").optional(),
+  working_dir: z.string().min(1, "must be a directory in your workspace").optional(),
 });
+
+/** The timeout of one command in milliseconds: the model's, within the configured maximum. */
+export function commandTimeoutMs(
+  tool: string,
+  timeoutSeconds: number | undefined,
+  context: ToolContext,
+): number {
+  const timeoutMs = timeoutSeconds === undefined ? context.defaultTimeoutMs : timeoutSeconds * 1000;
+  if (timeoutMs > context.maxTimeoutMs) {
+    throw new ToolError(
+      "tool.invalid_arguments",
+      `${tool}: invalid arguments: "timeout" must be at most ${
+        context.maxTimeoutMs / 1000
+      } seconds`,
+    );
+  }
+  return timeoutMs;
+}
+
+/** The text the model reads for a finished command, and whether it failed. */
+export function commandToolResult(
+  result: CommandResult,
+  timeoutMs: number,
+  context: ToolContext,
+): ToolResult {
+  const text = formatCommandResult(result, timeoutMs);
+  return {
+    isError: result.exitCode !== 0 || result.timedOut,
+    content: truncateHeadTail(text, context.maxOutputChars),
+    exitCode: result.exitCode,
+  };
+}
 
 /** Formats a command's outcome as the text the model reads. */
 export function formatCommandResult(result: CommandResult, timeoutMs: number): string {
@@ -51,27 +85,26 @@ export function formatCommandResult(result: CommandResult, timeoutMs: number): s
 /** The `bash` tool. */
 export const bashTool: Tool = {
   name: "bash",
-  description: "Run a shell command (sh -c) in your workspace and return its output and exit code.",
+  description: "Run a shell command (sh -c) in your workspace and return its output and exit " +
+    "code. Optional working_dir: a directory in your workspace to run it in. Programs in " +
+    "/work/tools, /work/bin and /work/.local/bin of the workspace are found by name.",
   parameters: z.toJSONSchema(bashArguments) as Record<string, unknown>,
   readOnly: false,
   async run(args: unknown, context: ToolContext): Promise<ToolResult> {
-    const { command, timeout } = parseToolArguments("bash", bashArguments, args);
+    const parsed = parseToolArguments("bash", bashArguments, args);
     if (!context.runCommand) {
       throw new ToolError("tool.unavailable", "bash is not available to you");
     }
-    const timeoutMs = timeout === undefined ? context.defaultTimeoutMs : timeout * 1000;
-    if (timeoutMs > context.maxTimeoutMs) {
-      throw new ToolError(
-        "tool.invalid_arguments",
-        `bash: invalid arguments: "timeout" must be at most ${context.maxTimeoutMs / 1000} seconds`,
-      );
-    }
-    const result = await context.runCommand(command, { timeoutMs, signal: context.signal });
-    const text = formatCommandResult(result, timeoutMs);
-    return {
-      isError: result.exitCode !== 0 || result.timedOut,
-      content: truncateHeadTail(text, context.maxOutputChars),
-      exitCode: result.exitCode,
-    };
+    const timeoutMs = commandTimeoutMs("bash", parsed.timeout, context);
+    // Checked before anything runs: a directory outside the workspace is an error, not a cd.
+    const workingDir = parsed.working_dir === undefined
+      ? undefined
+      : await resolveWorkingDir(parsed.working_dir, context.scope, "bash");
+    const result = await context.runCommand(parsed.command, {
+      timeoutMs,
+      signal: context.signal,
+      ...(workingDir === undefined ? {} : { workingDir }),
+    });
+    return commandToolResult(result, timeoutMs, context);
   },
 };

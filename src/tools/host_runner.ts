@@ -23,6 +23,12 @@ export interface HostRunOptions {
 /** Runs a shell command on the host. */
 export type HostRunner = (command: string, options: HostRunOptions) => Promise<CommandResult>;
 
+/** Runs a program with its arguments on the host, no shell (`exec`). */
+export type HostArgvRunner = (
+  argv: readonly string[],
+  options: HostRunOptions,
+) => Promise<CommandResult>;
+
 async function collect(
   stream: ReadableStream<Uint8Array>,
   limit: number,
@@ -44,23 +50,29 @@ async function collect(
   return { text: new TextDecoder().decode(Buffer.concat(chunks, size)), truncated };
 }
 
-/** The default host runner, built on `Deno.Command`. */
-export const runOnHost: HostRunner = async (command, options) => {
+/** The default host runner: `sh -c command` through `runArgvOnHost`. */
+export const runOnHost: HostRunner = (command, options) =>
+  runArgvOnHost(["sh", "-c", command], options);
+
+/** The default argv runner, built on `Deno.Command`; a program not found exits 127. */
+export const runArgvOnHost: HostArgvRunner = async (argv, options) => {
   options.signal?.throwIfAborted();
   const started = performance.now();
-  const child = new Deno.Command("sh", {
-    args: ["-c", command],
-    cwd: options.cwd,
-    env: options.env,
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    // setsid() in the child: the shell leads its own session and process group, so the kill
-    // below reaches what it started too (`sleep` in `sh -c "sleep 30"` would otherwise keep
-    // running and hold the output pipes open), and nothing of Coop's own group is hit.
-    detached: true,
-  }).spawn();
+  let child: Deno.ChildProcess;
+  try {
+    child = spawnOnHost(argv, options);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    return {
+      exitCode: 127,
+      signal: null,
+      timedOut: false,
+      stdout: "",
+      stderr: `coop: ${argv[0]}: command not found\n`,
+      truncated: false,
+      durationMs: performance.now() - started,
+    };
+  }
   let timedOut = false;
   const kill = () => {
     try {
@@ -94,3 +106,19 @@ export const runOnHost: HostRunner = async (command, options) => {
     options.signal?.removeEventListener("abort", kill);
   }
 };
+
+function spawnOnHost(argv: readonly string[], options: HostRunOptions): Deno.ChildProcess {
+  return new Deno.Command(argv[0], {
+    args: argv.slice(1),
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    // setsid() in the child: the shell leads its own session and process group, so the kill
+    // below reaches what it started too (`sleep` in `sh -c "sleep 30"` would otherwise keep
+    // running and hold the output pipes open), and nothing of Coop's own group is hit.
+    detached: true,
+  }).spawn();
+}

@@ -9,8 +9,16 @@ import { gatewaySockets } from "../config/gateway_sockets.ts";
 import { type SandboxSettings, toSandboxPolicy } from "../config/sandbox_settings.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
 import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
+import { join } from "node:path";
+import { WORKSPACE_MOUNT } from "../sandbox/environment.ts";
 import { isInside } from "../sandbox/path_containment.ts";
-import { type CommandResult, type CommandRunner, ToolError } from "./tool_contract.ts";
+import {
+  type ArgvRunner,
+  type CommandOptions,
+  type CommandResult,
+  type CommandRunner,
+  ToolError,
+} from "./tool_contract.ts";
 import { MAX_CAPTURE_BYTES } from "./truncation.ts";
 
 /** Runs a command in a sandbox; the real one is `exec` from the sandbox library. */
@@ -27,6 +35,19 @@ export async function selfTestGate(): Promise<string | null> {
   const escapes = result.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
   return `the sandbox self-test failed (${result.error ?? escapes.join("; ")}); ` +
     "run `coop sandbox test` for details";
+}
+
+/**
+ * The policy a non-owner's command in `workspace` runs under: their merged settings, and never
+ * a route to the gateway's own sockets (not even through an owner's IP-literal allowlist
+ * entry). `coop explain` shows exactly this.
+ */
+export function sandboxPolicyFor(
+  config: CoopConfig,
+  settings: SandboxSettings,
+  workspace: string,
+): SandboxPolicyInput {
+  return { ...toSandboxPolicy(settings, workspace), proxyNeverDial: gatewaySockets(config) };
 }
 
 /** Runs non-owner commands in the sandbox; one per executor (the self-test gate runs once). */
@@ -47,42 +68,70 @@ export class SandboxPlacement {
     this.#gate = gate;
   }
 
-  /** The command runner for one call in `workspace` under `settings`. */
-  runner(workspace: string, settings: SandboxSettings): CommandRunner {
-    return async (command, { timeoutMs, signal }) => {
-      // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
-      for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
-        if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
-          throw new ToolError(
-            "tool.private_path_visible",
-            `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
-          );
-        }
-      }
-      // Not even an owner's IP-literal allowlist entry lets a sandbox reach the gateway itself.
-      const policy = {
-        ...toSandboxPolicy(settings, workspace),
-        proxyNeverDial: gatewaySockets(this.#config),
-      };
-      // Once per executor (i.e. at gateway start): a failed self-test refuses every sandboxed
-      // command from then on — fail closed, never onto the host.
-      this.#gateResult ??= this.#gate();
-      const refusal = await this.#gateResult;
-      if (refusal) throw new ToolError("tool.sandbox_unavailable", refusal);
-      try {
-        return await this.#sandbox(policy, ["sh", "-c", command], {
-          timeoutMs,
-          maxOutputBytes: MAX_CAPTURE_BYTES,
-          signal,
-        });
-      } catch (error) {
-        const reason = errorMessage(error);
+  /**
+   * The command runner for one call in `workspace` under `settings`: `/bin/sh -c`;
+   * `onCpuSeconds` receives each command's measured CPU time (`ExecResult.cpu`).
+   */
+  runner(
+    workspace: string,
+    settings: SandboxSettings,
+    onCpuSeconds?: (seconds: number) => void,
+  ): CommandRunner {
+    // An absolute shell: `sh` in the workspace's tool directories (first on PATH) must not
+    // replace the shell that runs every `bash` command.
+    return (command, options) =>
+      this.#run(workspace, settings, ["/bin/sh", "-c", command], options, onCpuSeconds);
+  }
+
+  /** The program runner (`exec`) for one call in `workspace` under `settings`. */
+  argvRunner(
+    workspace: string,
+    settings: SandboxSettings,
+    onCpuSeconds?: (seconds: number) => void,
+  ): ArgvRunner {
+    return (argv, options) => this.#run(workspace, settings, argv, options, onCpuSeconds);
+  }
+
+  async #run(
+    workspace: string,
+    settings: SandboxSettings,
+    argv: readonly string[],
+    { timeoutMs, signal, workingDir, env }: CommandOptions,
+    onCpuSeconds?: (seconds: number) => void,
+  ): Promise<CommandResult> {
+    // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
+    for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
+      if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
         throw new ToolError(
-          "tool.sandbox_unavailable",
-          `the sandbox could not start, so the command did not run: ${reason}`,
-          { cause: error },
+          "tool.private_path_visible",
+          `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
         );
       }
-    };
+    }
+    const policy = sandboxPolicyFor(this.#config, settings, workspace);
+    // Once per executor (i.e. at gateway start): a failed self-test refuses every sandboxed
+    // command from then on — fail closed, never onto the host.
+    this.#gateResult ??= this.#gate();
+    const refusal = await this.#gateResult;
+    if (refusal) throw new ToolError("tool.sandbox_unavailable", refusal);
+    let result: CommandResult;
+    try {
+      result = await this.#sandbox(policy, [...argv], {
+        timeoutMs,
+        maxOutputBytes: MAX_CAPTURE_BYTES,
+        signal,
+        ...(workingDir ? { cwd: join(WORKSPACE_MOUNT, workingDir) } : {}),
+        ...(env ? { env } : {}),
+      });
+    } catch (error) {
+      const reason = errorMessage(error);
+      throw new ToolError(
+        "tool.sandbox_unavailable",
+        `the sandbox could not start, so the command did not run: ${reason}`,
+        { cause: error },
+      );
+    }
+    if (result.cpu) onCpuSeconds?.((result.cpu.userMs + result.cpu.systemMs) / 1000);
+    return result;
   }
 }

@@ -46,11 +46,15 @@ async function relativePath(path: string, scope: PathScope): Promise<string> {
   return rel;
 }
 
-/** Reads a regular file in the scope, at most `maxBytes` (larger: `tool.file_too_large`). */
+/**
+ * Reads a regular file in the scope, at most `maxBytes` (larger: `tool.file_too_large`, naming
+ * `tool` and its cap).
+ */
 export async function readScopedFile(
   path: string,
   scope: PathScope,
   maxBytes: number,
+  tool = "read_file",
 ): Promise<Uint8Array> {
   const rel = await relativePath(path, scope);
   try {
@@ -59,7 +63,7 @@ export async function readScopedFile(
     if (error instanceof BeneathError && error.code === "EFBIG") {
       throw new ToolError(
         "tool.file_too_large",
-        `"${path}" is ${error.size} bytes; read_file reads at most ${maxBytes}`,
+        `"${path}" is ${error.size} bytes; ${tool} takes at most ${maxBytes}`,
       );
     }
     throw toolError(path, scope, error);

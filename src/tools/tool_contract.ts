@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { ExecResult } from "../sandbox/mod.ts";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import type { MemoryHit } from "../state/memory_store.ts";
-import type { MemoryStore } from "../trust/trust_level.ts";
+import type { MemoryStoreName } from "../trust/trust_level.ts";
 
 /** The outcome of one command run by `bash`, wherever it ran (the sandbox's result shape);
  * the limit fields are present when it ran in the sandbox. */
@@ -16,24 +16,50 @@ export type CommandResult =
 
 /** Result fields only a sandboxed command has. */
 type SandboxOnly =
+  | "cpu"
   | "limits"
   | "oomKilled"
   | "pidsLimitHit"
   | "proxyDenials"
   | "proxyRefusedConnections";
 
+/** How one command runs, besides what it runs. */
+export interface CommandOptions {
+  /** Wall-clock limit. */
+  timeoutMs: number;
+  /** Kills the command when aborted. */
+  signal?: AbortSignal;
+  /**
+   * The working directory as a path below the scope root (`""` or absent: the root itself),
+   * already resolved and checked by `resolveWorkingDir`.
+   */
+  workingDir?: string;
+  /** Extra environment variables (`exec`), names already checked by `dangerousEnvProblem`. */
+  env?: Record<string, string>;
+}
+
 /** Runs a shell command where the caller's trust says it must run (host or sandbox). */
-export type CommandRunner = (
-  command: string,
-  options: { timeoutMs: number; signal?: AbortSignal },
+export type CommandRunner = (command: string, options: CommandOptions) => Promise<CommandResult>;
+
+/** Runs a program with its arguments, no shell, where the caller's trust says it must run. */
+export type ArgvRunner = (
+  argv: readonly string[],
+  options: CommandOptions,
 ) => Promise<CommandResult>;
 
 /** The memory stores as one tool call may use them; every method is already authorized. */
 export interface MemoryAccess {
   /** Saves `text` in `store`; throws `ToolError` when this turn may not write there. */
-  write(store: MemoryStore, text: string): { id: number };
+  write(store: MemoryStoreName, text: string): { id: number };
   /** Searches every store this turn may read; `searched` lists them. */
-  search(query: string, limit: number): { searched: readonly MemoryStore[]; hits: MemoryHit[] };
+  search(
+    query: string,
+    limit: number,
+  ): { searched: readonly MemoryStoreName[]; hits: MemoryHit[] };
+  /** Returns memory `id`; throws `ToolError` when there is none this turn may read. */
+  get(id: number): MemoryHit;
+  /** Deletes memory `id`; throws `ToolError` unless this turn may forget it (its own entry). */
+  forget(id: number): void;
 }
 
 /** The directory a tool call may see: its real location and the name the principal uses for it. */
@@ -56,6 +82,10 @@ export interface ToolContext {
   scope: PathScope;
   /** Runs `bash` commands in the right place; absent for principals without `bash`. */
   runCommand?: CommandRunner;
+  /** Runs `exec` programs in the right place; absent for principals without `exec`. */
+  runArgv?: ArgvRunner;
+  /** Largest file `send_file` sends (`[agent] max_send_file_size`); default 10 MiB. */
+  maxSendFileBytes?: number;
   /** The memory stores, gated for this turn; absent when memory is not configured. */
   memory?: MemoryAccess;
   /** Default `bash` timeout when the model gives none. */
@@ -76,6 +106,18 @@ export interface ToolResult {
   content: string;
   /** The command's exit code, for tools that run one (`bash`). */
   exitCode?: number;
+  /** A file to send to the caller's chat after the reply (`send_file`). */
+  file?: ToolFile;
+}
+
+/** A file a tool hands to the gateway for the chat (the gateway's `OutgoingFile`). */
+export interface ToolFile {
+  /** The file's name without its directory. */
+  name: string;
+  /** Its media type, e.g. `text/plain`. */
+  mediaType: string;
+  /** Its content. */
+  bytes: Uint8Array;
 }
 
 /** A tool the agent can call. */

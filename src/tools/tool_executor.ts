@@ -16,12 +16,12 @@ import {
   type Principal,
   type Situation,
 } from "../trust/authorization.ts";
-import { GATEWAY_TOOL_NAMES, isToolName, TOOL_NAMES } from "../trust/tool_names.ts";
+import { GATEWAY_TOOL_NAMES, isToolName, TOOL_NAMES, type ToolName } from "../trust/tool_names.ts";
 import type { AutoexecFile, GitNeutralised } from "../workspace/scan_context.ts";
 import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
 import { callInGateway } from "./gateway_placement.ts";
 import { HostPlacement } from "./host_placement.ts";
-import type { HostRunner } from "./host_runner.ts";
+import type { HostArgvRunner, HostRunner } from "./host_runner.ts";
 import { scopeFor } from "./path_scope.ts";
 import { SandboxPlacement, type SandboxRunner } from "./sandbox_placement.ts";
 import { runTool, type Tool, type ToolContext, type ToolResult } from "./tool_contract.ts";
@@ -34,6 +34,8 @@ export interface ExecutorDependencies {
   sandbox?: SandboxRunner;
   /** Runs owner commands. Default: `sh -c` via `Deno.Command`. */
   host?: HostRunner;
+  /** Runs owner programs (`exec`). Default: `Deno.Command`, no shell. */
+  hostArgv?: HostArgvRunner;
   /** The gateway's environment (default `Deno.env.toObject()`); secrets are removed from it. */
   env?: Record<string, string>;
   /** Cap on what one tool returns to the model. */
@@ -69,6 +71,8 @@ export interface ToolCall {
   args: unknown;
   /** Aborted when the turn is cancelled: a running command is killed. */
   signal?: AbortSignal;
+  /** Receives the measured CPU seconds of each sandboxed command the call ran (budgets). */
+  onSandboxSeconds?: (seconds: number) => void;
 }
 
 /** A tool result plus the authorization decision behind it. */
@@ -100,7 +104,21 @@ export interface ToolCallOutcome extends ToolResult {
 }
 
 /** Tools through which a non-owner writes files in their workspace. */
-const WRITING_TOOLS: readonly string[] = ["bash", "write_file", "edit_file"];
+const WRITING_TOOLS: readonly string[] = ["bash", "exec", "write_file", "edit_file"];
+
+/**
+ * The tools offered to `principal` in `situation`: those `authorize()` allows, less the memory
+ * tools when there are no memory stores. `ToolExecutor.toolsFor` and `coop explain` both ask it.
+ */
+export function offeredToolNames(
+  principal: Principal,
+  situation: Situation,
+  memoryConfigured: boolean,
+): ToolName[] {
+  return TOOL_NAMES
+    .filter((name) => memoryConfigured || !GATEWAY_TOOL_NAMES.includes(name))
+    .filter((name) => decide(principal, situation, { kind: "tool", tool: name }).allowed);
+}
 
 /**
  * Authorizes each tool call, then runs it where `authorize()` placed it: the owner's commands on
@@ -119,7 +137,12 @@ export class ToolExecutor {
   /** `deps` replaces the real host, sandbox, gate and environment (tests use fakes). */
   constructor(config: CoopConfig, deps: ExecutorDependencies = {}) {
     this.#config = config;
-    this.#host = new HostPlacement(config, deps.env ?? Deno.env.toObject(), deps.host);
+    this.#host = new HostPlacement(
+      config,
+      deps.env ?? Deno.env.toObject(),
+      deps.host,
+      deps.hostArgv,
+    );
     this.#sandbox = new SandboxPlacement(
       config,
       deps.sandbox,
@@ -146,9 +169,7 @@ export class ToolExecutor {
   /** Returns the tools to offer the model for this principal and situation (no log lines). */
   toolsFor(principal: Principal, situation: Omit<Situation, "sandboxEnabled">): Tool[] {
     const full: Situation = { ...situation, sandboxEnabled: this.#config.sandbox.enabled };
-    return TOOL_NAMES
-      .filter((name) => this.#memory !== undefined || !GATEWAY_TOOL_NAMES.includes(name))
-      .filter((name) => decide(principal, full, { kind: "tool", tool: name }).allowed)
+    return offeredToolNames(principal, full, this.#memory !== undefined)
       .map((name) => BUILTIN_TOOLS[name]);
   }
 
@@ -213,8 +234,14 @@ export class ToolExecutor {
       runCommand: call.tool === "bash"
         ? (onHost
           ? this.#host.runner(scope.hostRoot)
-          : this.#sandbox.runner(scope.hostRoot, settings))
+          : this.#sandbox.runner(scope.hostRoot, settings, call.onSandboxSeconds))
         : undefined,
+      runArgv: call.tool === "exec"
+        ? (onHost
+          ? this.#host.argvRunner(scope.hostRoot)
+          : this.#sandbox.argvRunner(scope.hostRoot, settings, call.onSandboxSeconds))
+        : undefined,
+      maxSendFileBytes: this.#config.agent.maxSendFileBytes,
     };
     const started = Date.now();
     const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);

@@ -3,12 +3,12 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { ToolName } from "./tool_names.ts";
+import { MEMORY_TOOLS, type ToolName } from "./tool_names.ts";
 import {
   atLeast,
   leastTrusted,
-  MEMORY_STORES,
   type MemoryStore,
+  type MemoryStoreName,
   memoryStoresFor,
   memoryWritableStoresFor,
   type TrustLevel,
@@ -53,12 +53,28 @@ export type ConfigSection =
 export type Action =
   | { kind: "route_message" }
   | { kind: "tool"; tool: ToolName }
-  | { kind: "memory_read"; store: MemoryStore }
-  | { kind: "memory_write"; store: MemoryStore }
+  | { kind: "memory_read"; store: MemoryStoreName; person?: string }
+  | { kind: "memory_write"; store: MemoryStoreName; person?: string }
+  | { kind: "memory_forget"; entry: MemoryEntryRef }
   | { kind: "config_change"; section: ConfigSection }
   | { kind: "cron_create" }
   /** Deciding pairing requests and seeing who is paired (`/approve`, `/deny`, `/status`). */
   | { kind: "pairing"; op: "approve" | "deny" | "list" };
+
+/**
+ * A stored memory as `memory_read`/`memory_forget` decide about it. `person` names whose
+ * personal store holds it (only for `personal`); `author` and `trust` are the turn that wrote it.
+ */
+export interface MemoryEntryRef {
+  /** The store it lives in. */
+  store: MemoryStoreName;
+  /** Whose personal store it is in (`personal` only). */
+  person?: string;
+  /** The principal whose turn wrote it. */
+  author: string;
+  /** The effective trust of that turn. */
+  trust: TrustLevel;
+}
 
 /** Where an allowed action runs: on the host or inside the sandbox. */
 export type Placement = "host" | "sandbox" | "gateway";
@@ -106,26 +122,73 @@ function decideMemory(
     : deny(`memory.${store}.write_down`, trust);
 }
 
+/**
+ * The personal store of `person`: its readers are that person and the owner, both at least as
+ * trusted as any turn of that person, so a write is never a write-down. Its text reaches only
+ * the chat the turn answers: a group hears it too, so a group turn neither reads nor writes it.
+ */
+function decidePersonal(
+  kind: "memory_read" | "memory_write",
+  person: string | undefined,
+  principal: Principal,
+  situation: Pick<Situation, "ceiling">,
+  trust: TrustLevel,
+): Decision {
+  if (trust === "public") return deny("memory.personal.denied", trust);
+  if (person === undefined) return deny("memory.personal.no_person", trust);
+  if (situation.ceiling !== null) return deny("memory.personal.group_chat", trust);
+  if (person === principal.name) return allow(`memory.personal.own_${kind.slice(7)}`, trust);
+  // The owner may read everyone's (their own agent, their own machine), never write into it.
+  if (kind === "memory_read" && trust === "owner") {
+    return allow("memory.personal.owner_reads", trust);
+  }
+  return deny("memory.personal.not_yours", trust);
+}
+
+/**
+ * Forgetting a memory: only its author, only where the turn may read it, and only from a turn
+ * at least as trusted as the one that wrote it — so text a lowered (possibly injected) turn read
+ * cannot make it erase what its person wrote at full trust.
+ */
+function decideForget(
+  entry: MemoryEntryRef,
+  principal: Principal,
+  situation: Pick<Situation, "ceiling">,
+  trust: TrustLevel,
+): Decision {
+  if (entry.author !== principal.name) return deny("memory.forget.not_author", trust);
+  const read = entry.store === "personal"
+    ? decidePersonal("memory_read", entry.person, principal, situation, trust)
+    : decideMemory("memory_read", entry.store, trust);
+  if (!read.allowed) return deny(`memory.forget.${read.rule}`, trust);
+  return atLeast(trust, entry.trust)
+    ? allow("memory.forget.own_entry", trust)
+    : deny("memory.forget.less_trusted_than_author", trust);
+}
+
 function decideTool(tool: ToolName, trust: TrustLevel, sandboxEnabled: boolean): Decision {
-  // Memory tools run in the gateway; each store they touch is authorized again per call.
-  if (tool === "memory_search" || tool === "memory_write") {
-    const kind = tool === "memory_search" ? "memory_read" : "memory_write";
-    return MEMORY_STORES.some((store) => decideMemory(kind, store, trust).allowed)
+  // Memory tools run in the gateway; each store and entry they touch is authorized again per
+  // call. Everyone but public has a store (their personal one, at least outside groups).
+  if (MEMORY_TOOLS.includes(tool)) {
+    return trust !== "public"
       ? allow(`tool.${tool}.some_store`, trust)
       : deny(`tool.${tool}.no_store`, trust);
   }
   // Only the owner leaves the sandbox; everyone else runs inside it or not at all.
   const placement: Placement = trust === "owner" ? "host" : "sandbox";
-  if (tool === "bash") {
-    if (trust === "owner") return allow("tool.bash.owner_host", trust, "host");
-    if (!atLeast(trust, "inner")) return deny("tool.bash.needs_inner", trust);
-    if (!sandboxEnabled) return deny("tool.bash.sandbox_disabled", trust);
-    return allow("tool.bash.sandboxed", trust, "sandbox");
+  // `exec` is `bash` without the shell: the same trust, the same place, the same limits.
+  if (tool === "bash" || tool === "exec") {
+    if (trust === "owner") return allow(`tool.${tool}.owner_host`, trust, "host");
+    if (!atLeast(trust, "inner")) return deny(`tool.${tool}.needs_inner`, trust);
+    if (!sandboxEnabled) return deny(`tool.${tool}.sandbox_disabled`, trust);
+    return allow(`tool.${tool}.sandboxed`, trust, "sandbox");
   }
-  if (tool === "read_file") {
+  // Sending a file shows it to the caller, like reading it: the same trust as `read_file`.
+  if (tool === "read_file" || tool === "send_file") {
+    const name = tool === "read_file" ? "read" : tool;
     return atLeast(trust, "familiar")
-      ? allow("tool.read.familiar_or_better", trust, placement)
-      : deny("tool.read.needs_familiar", trust);
+      ? allow(`tool.${name}.familiar_or_better`, trust, placement)
+      : deny(`tool.${name}.needs_familiar`, trust);
   }
   return atLeast(trust, "inner")
     ? allow("tool.write.inner_or_better", trust, placement)
@@ -143,7 +206,11 @@ export function decide(principal: Principal, situation: Situation, action: Actio
       return decideTool(action.tool, trust, situation.sandboxEnabled);
     case "memory_read":
     case "memory_write":
-      return decideMemory(action.kind, action.store, trust);
+      return action.store === "personal"
+        ? decidePersonal(action.kind, action.person, principal, situation, trust)
+        : decideMemory(action.kind, action.store, trust);
+    case "memory_forget":
+      return decideForget(action.entry, principal, situation, trust);
     case "config_change":
       return trust === "owner"
         ? allow("config.owner_only", trust)

@@ -15,6 +15,18 @@ export const MEMORY_STORES = ["private", "shared", "social"] as const;
 /** A memory store a principal may read or write. */
 export type MemoryStore = (typeof MEMORY_STORES)[number];
 
+/**
+ * The personal store: one per principal, beside the trust tiers, read only by that person and
+ * the owner (see `authorize()`).
+ */
+export const PERSONAL_STORE = "personal";
+
+/** Every store a memory can live in: the trust tiers, then the personal store. */
+export const MEMORY_STORE_NAMES = [...MEMORY_STORES, PERSONAL_STORE] as const;
+
+/** The name of any memory store, the personal one included. */
+export type MemoryStoreName = (typeof MEMORY_STORE_NAMES)[number];
+
 /** Returns true when `value` names a trust level. */
 export function isTrustLevel(value: unknown): value is TrustLevel {
   return typeof value === "string" && (TRUST_LEVELS as readonly string[]).includes(value);

@@ -86,7 +86,7 @@ for (const format of WIRE_FORMATS) {
           maxIterations: 5,
         });
         assertEquals(sandboxCalls.length, 1);
-        assertEquals(sandboxCalls[0][0], ["sh", "-c", command]);
+        assertEquals(sandboxCalls[0][0], ["/bin/sh", "-c", command]);
         assert(sandboxCalls[0][1].signal instanceof AbortSignal, "the turn's signal reaches exec");
         const expected = SANDBOXED_ID.stdout.replace(/\n$/, "") + "\n[exit code 0]";
         assertEquals(
@@ -102,11 +102,19 @@ for (const format of WIRE_FORMATS) {
 Deno.test("tools offered follow authorize(): public none, familiar no bash, owner on host", async () => {
   await offered((names) => {
     assertEquals(names("public"), []);
-    assertEquals(names("familiar"), ["read_file🔒"]);
-    assertEquals(names("inner"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
-    assertEquals(names("full"), ["bash🔒", "read_file🔒", "write_file🔒", "edit_file🔒"]);
-    assertEquals(names("owner"), ["bash", "read_file", "write_file", "edit_file"]);
-    assertEquals(names("owner", "familiar"), ["read_file🔒"]);
+    assertEquals(names("familiar"), ["read_file🔒", "send_file🔒"]);
+    const inner = ["bash🔒", "exec🔒", "read_file🔒", "write_file🔒", "edit_file🔒", "send_file🔒"];
+    assertEquals(names("inner"), inner);
+    assertEquals(names("full"), inner);
+    assertEquals(names("owner"), [
+      "bash",
+      "exec",
+      "read_file",
+      "write_file",
+      "edit_file",
+      "send_file",
+    ]);
+    assertEquals(names("owner", "familiar"), ["read_file🔒", "send_file🔒"]);
   });
   await withExecutor((executor) => {
     const [first] = allowedTools(executor, { name: "x", trust: "owner" }, situation);
@@ -135,7 +143,7 @@ Deno.test("carol (familiar) is offered no bash, and a bash call anyway never run
         executeTool: executorTool(executor, { taint: new TurnTaint(carol, situation) }),
         maxIterations: 5,
       });
-      assertEquals(format.toolNames(server.requests[0].body), ["read_file"]);
+      assertEquals(format.toolNames(server.requests[0].body), ["read_file", "send_file"]);
       assertEquals(sandboxCalls.length, 0);
       assertEquals(result.tools, [{ name: "bash", sandboxed: false, exitCode: null }]);
     });

@@ -51,8 +51,11 @@ for (const format of [ANTHROPIC, OPENAI]) {
           assertEquals(carol.status, 200, JSON.stringify(carol.json));
           assertEquals(format.toolNames(server.requests[2].body), [
             "read_file",
+            "send_file",
             "memory_search",
             "memory_write",
+            "memory_get",
+            "memory_forget",
           ]);
           assertEquals(carol.json.tools, [{ name: "bash", sandboxed: false, exitCode: null }]);
           const refusal = JSON.stringify(format.messages(server.requests[3].body).at(-1));

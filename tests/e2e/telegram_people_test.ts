@@ -7,6 +7,7 @@
  * message in the group, the owner's request is offered no tools. (`coop start` does not start the
  * Telegram channel yet on this branch; when it does, the same steps belong in a `coop start` test.)
  */
+import { assertFamiliarOffer } from "../gateway/fixtures/people_gateway.ts";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { ANTHROPIC as format } from "../agent/wire_formats.ts";
@@ -92,11 +93,7 @@ Deno.test("e2e telegram: an unknown sender gets one pairing reply and no model c
       // The second message got nothing (one pairing reply only); the third the model's answer.
       assertEquals(sent.map((s) => s.text), [pairing.text, "Hello Dave."]);
       assertEquals(server.requests.length, 1, "only the approved message reached the model");
-      assertEquals(format.toolNames(server.requests[0].body), [
-        "read_file",
-        "memory_search",
-        "memory_write",
-      ], "familiar: no bash offered");
+      assertFamiliarOffer(format.toolNames(server.requests[0].body));
       assertMatch(String(server.requests[0].body.system), /talking with dave \(trust: familiar\)/);
     },
   );

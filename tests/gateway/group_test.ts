@@ -3,6 +3,7 @@
  * agent kept as context (no model call) and lowering the next turn to their sender's trust, the
  * group's own session and workspace, `respond = "all"`, and unknown members as `public`.
  */
+import { assertFamiliarOffer } from "./fixtures/people_gateway.ts";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { ANTHROPIC as format } from "../agent/wire_formats.ts";
@@ -76,11 +77,7 @@ Deno.test("group: a familiar member's context lowers the owner's turn to familia
   await withPeopleGateway([format.text(["ok"])], async ({ gateway, server }) => {
     assertEquals((await gateway.handle(family("200", "what's for dinner?", false))).silent, true);
     await gateway.handle(family("100", "@coop answer her", true));
-    assertEquals(format.toolNames(server.requests[0].body), [
-      "read_file",
-      "memory_search",
-      "memory_write",
-    ]);
+    assertFamiliarOffer(format.toolNames(server.requests[0].body));
     assertMatch(String(server.requests[0].body.system), /alice \(trust: familiar\)/);
     assertMatch(
       JSON.stringify(format.messages(server.requests[0].body)),

@@ -135,7 +135,8 @@ for (const [trust, searches, writes] of TABLE) {
       strictEqual(code, "tool.memory_read_denied");
     } else {
       const result = access.search("pancakes", 10);
-      deepStrictEqual(result.searched, searches);
+      // Beside the tiers, every non-public turn searches its own personal store (empty here).
+      deepStrictEqual(result.searched, [...searches, "personal"]);
       deepStrictEqual(result.hits.map((h) => h.store).sort(), [...searches].sort());
       deepStrictEqual(reported, result.hits.map((h) => h.id), "every hit is reported as read");
     }
@@ -178,7 +179,9 @@ Deno.test("property: gated search never returns a memory from a store the turn's
         try {
           const { hits } = gatedMemory(memories, { name: "u", trust }, situation, () => {})
             .search("pancakes", 10);
-          for (const hit of hits) ok(readable.includes(hit.store), `${hit.store} leaked`);
+          for (const hit of hits) {
+            ok(hit.store !== "personal" && readable.includes(hit.store), `${hit.store} leaked`);
+          }
         } catch (e) {
           strictEqual(readable.length, 0, String(e));
         }
@@ -242,13 +245,13 @@ Deno.test("executor: memory tools are offered only to principals who may use the
     }
     deepStrictEqual(
       executor.toolsFor({ name: "u", trust: "familiar" }, direct).map((t) => t.name),
-      ["read_file", "memory_search", "memory_write"],
+      ["read_file", "send_file", "memory_search", "memory_write", "memory_get", "memory_forget"],
     );
     return Promise.resolve();
   });
   await withExecutor(false, (executor) => {
     const names = executor.toolsFor({ name: "u", trust: "owner" }, direct).map((t) => t.name);
-    deepStrictEqual(names, ["bash", "read_file", "write_file", "edit_file"]);
+    deepStrictEqual(names, ["bash", "exec", "read_file", "write_file", "edit_file", "send_file"]);
     return Promise.resolve();
   });
 });
@@ -263,11 +266,15 @@ Deno.test("executor: memory_write then memory_search round-trips in the gateway"
     strictEqual(w.decision?.placement, "gateway");
     const s = await executor.call(memoryCall("familiar", "memory_search", { query: "oat milk" }));
     strictEqual(s.isError, false);
-    match(s.content, /no memories match \(searched: social\)/, "familiar cannot see shared");
+    match(
+      s.content,
+      /no memories match \(searched: social, personal\)/,
+      "familiar cannot see shared",
+    );
     const t = await executor.call(memoryCall("full", "memory_search", { query: "milk" }));
     match(
       t.content,
-      /^1 match\(es\) \(searched: private, shared, social\)\n\[#1 shared, \d{4}-\d\d-\d\d, by bob\] Bob prefers oat milk$/,
+      /^1 match\(es\) \(searched: private, shared, social, personal\)\n\[#1 shared, \d{4}-\d\d-\d\d, by bob\] Bob prefers oat milk$/,
     );
   });
 });

@@ -4,6 +4,7 @@
  * the pending requests are capped; an approval (by `coop pairing approve` on its own database
  * connection, or the owner's `/approve`) takes effect at the sender's next message.
  */
+import { assertFamiliarOffer } from "./fixtures/people_gateway.ts";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch, assertNotEquals, assertRejects } from "../assert.ts";
 import { ANTHROPIC as format } from "../agent/wire_formats.ts";
@@ -67,11 +68,7 @@ Deno.test("pairing: an unknown sender gets one code and no model call; approved,
     const outcome = await gateway.handle(dm("555", "hello again"));
     assertEquals(outcome.reply, "Hello Dave.");
     assertEquals(server.requests.length, 1);
-    assertEquals(format.toolNames(server.requests[0].body), [
-      "read_file",
-      "memory_search",
-      "memory_write",
-    ], "familiar: no bash offered");
+    assertFamiliarOffer(format.toolNames(server.requests[0].body));
     assertMatch(
       String(server.requests[0].body.system),
       /talking with dave-smith \(trust: familiar\)/,

@@ -153,7 +153,7 @@ sandboxTest(
       assertEquals(lib.coop_start(spec, BigInt(spec.length), params, idmap, null, out), 0);
       const status = new Int32Array(1);
       assert(
-        await waitFor(() => lib.coop_wait(out[OUT.pid], status) === out[OUT.pid], 5000),
+        await waitFor(() => lib.coop_wait(out[OUT.pid], status, null) === out[OUT.pid], 5000),
         "the init exited",
       );
       const report = new Uint8Array(1024);

@@ -106,7 +106,7 @@ Deno.test("inner bash runs in the sandbox with global settings plus the user's o
     });
     strictEqual(r.isError, false, r.content);
     strictEqual(rec.host.length, 0);
-    deepStrictEqual(rec.sandbox[0].argv, ["sh", "-c", "ls"]);
+    deepStrictEqual(rec.sandbox[0].argv, ["/bin/sh", "-c", "ls"]);
     strictEqual(rec.sandbox[0].timeoutMs, 7000);
     deepStrictEqual(rec.sandbox[0].policy, {
       workspace: join(dir, "ws", "bob"),

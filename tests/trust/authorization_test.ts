@@ -2,7 +2,14 @@ import { ok, strictEqual } from "node:assert/strict";
 import fc from "fast-check";
 import { MEMORY_STORES, TRUST_LEVELS, type TrustLevel } from "../../src/trust/trust_level.ts";
 import { TOOL_NAMES } from "../../src/trust/tool_names.ts";
-import { type Action, authorize, decide, type Situation } from "../../src/trust/authorization.ts";
+import {
+  type Action,
+  authorize,
+  decide,
+  type MemoryEntryRef,
+  type Principal,
+  type Situation,
+} from "../../src/trust/authorization.ts";
 
 /** Every action the table covers, with a short label. */
 const ACTIONS: ReadonlyArray<[string, Action]> = [
@@ -23,20 +30,26 @@ const ACTIONS: ReadonlyArray<[string, Action]> = [
 // A allowed (in the gateway), H allowed on the host, S allowed in the sandbox, - denied.
 // Memory writes follow "no write-down" (docs/memory.md): below the owner, a turn writes only the
 // store whose least trusted reader is exactly its own trust.
-//        route bash read write edit msrch mwrt r:priv r:sh r:soc w:priv w:sh w:soc cfg:u cfg:a cron
+//        route bash exec read write edit send msrch mwrt mget mfgt r:priv r:sh r:soc w:priv w:sh w:soc cfg:u cfg:a cron
 const EXPECTED_SANDBOX_ON: Record<TrustLevel, string> = {
-  owner: "A    H    H    H     H    A     A    A      A    A     A      A    A     A     A     A",
-  full: "A    S    S    S     S    A     A    A      A    A     A      -    -     -     -     -",
-  inner: "A    S    S    S     S    A     A    -      A    A     -      A    -     -     -     -",
+  owner:
+    "A     H    H    H    H     H    H    A     A    A    A    A      A    A     A      A    A     A     A     A",
+  full:
+    "A     S    S    S    S     S    S    A     A    A    A    A      A    A     A      -    -     -     -     -",
+  inner:
+    "A     S    S    S    S     S    S    A     A    A    A    -      A    A     -      A    -     -     -     -",
   familiar:
-    "A    -    S    -     -    A     A    -      -    A     -      -    A     -     -     -",
-  public: "A    -    -    -     -    -     -    -      -    -     -      -    -     -     -     -",
+    "A     -    -    S    -     -    S    A     A    A    A    -      -    A     -      -    A     -     -     -",
+  public:
+    "A     -    -    -    -     -    -    -     -    -    -    -      -    -     -      -    -     -     -     -",
 };
-// With the sandbox disabled only non-owner bash changes: it has nowhere safe to run.
+// With the sandbox disabled only non-owner bash and exec change: they have nowhere safe to run.
 const EXPECTED_SANDBOX_OFF: Record<TrustLevel, string> = {
   ...EXPECTED_SANDBOX_ON,
-  full: "A    -    S    S     S    A     A    A      A    A     A      -    -     -     -     -",
-  inner: "A    -    S    S     S    A     A    -      A    A     -      A    -     -     -     -",
+  full:
+    "A     -    -    S    S     S    S    A     A    A    A    A      A    A     A      -    -     -     -     -",
+  inner:
+    "A     -    -    S    S     S    S    A     A    A    A    -      A    A     -      A    -     -     -     -",
 };
 
 /** Situations, and the effective trust each gives every user trust (owner..public), by hand. */
@@ -258,4 +271,92 @@ Deno.test("property: a write-down denial names its rule and every non-public tur
     }),
     { numRuns: 2000 },
   );
+});
+
+const DM: Situation = { channel: "http", ceiling: null, contributors: [], sandboxEnabled: true };
+
+Deno.test("personal store: each person reads and writes only their own; the owner reads all", () => {
+  const personal = (kind: "memory_read" | "memory_write", person: string): Action => ({
+    kind,
+    store: "personal",
+    person,
+  });
+  for (const trust of TRUST_LEVELS) {
+    const bob = { name: "bob", trust };
+    const ownRead = decide(bob, DM, personal("memory_read", "bob"));
+    const ownWrite = decide(bob, DM, personal("memory_write", "bob"));
+    strictEqual(ownRead.allowed, trust !== "public", `${trust} reads own`);
+    strictEqual(ownWrite.allowed, trust !== "public", `${trust} writes own`);
+    const otherRead = decide(bob, DM, personal("memory_read", "carol"));
+    strictEqual(otherRead.allowed, trust === "owner", `${trust} reads carol's`);
+    strictEqual(
+      otherRead.rule,
+      trust === "owner"
+        ? "memory.personal.owner_reads"
+        : trust === "public"
+        ? "memory.personal.denied"
+        : "memory.personal.not_yours",
+    );
+    strictEqual(decide(bob, DM, personal("memory_write", "carol")).allowed, false);
+    // A group hears the reply: no personal store there, not even one's own.
+    const group: Situation = { ...DM, ceiling: "owner" };
+    const inGroup = decide(bob, group, personal("memory_read", "bob"));
+    strictEqual(inGroup.allowed, false);
+    if (trust !== "public") strictEqual(inGroup.rule, "memory.personal.group_chat");
+  }
+  // Without a person, nobody's store is meant: denied.
+  strictEqual(
+    decide({ name: "o", trust: "owner" }, DM, { kind: "memory_read", store: "personal" }).rule,
+    "memory.personal.no_person",
+  );
+});
+
+Deno.test("property: a personal store is read only by its person and an owner turn", () => {
+  fc.assert(
+    fc.property(
+      trustArb,
+      situationArb,
+      fc.constantFrom("bob", "carol"),
+      fc.constantFrom("bob", "carol"),
+      (trust, situation, name, person) => {
+        const d = decide({ name, trust }, situation, {
+          kind: "memory_read",
+          store: "personal",
+          person,
+        });
+        if (!d.allowed) return;
+        ok(name === person || d.effectiveTrust === "owner", `${name} read ${person}'s`);
+        strictEqual(situation.ceiling, null);
+        const write = decide({ name, trust }, situation, {
+          kind: "memory_write",
+          store: "personal",
+          person,
+        });
+        if (write.allowed) strictEqual(name, person);
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+Deno.test("memory_forget: only the author, only from a turn as trusted as the one that wrote it", () => {
+  const entry: MemoryEntryRef = { store: "shared", author: "bob", trust: "inner" };
+  const bob = { name: "bob", trust: "inner" as const };
+  const forget = (who: Principal, situation: Situation, e = entry) =>
+    decide(who, situation, { kind: "memory_forget", entry: e });
+  strictEqual(forget(bob, DM).rule, "memory.forget.own_entry");
+  strictEqual(forget({ name: "dave", trust: "inner" }, DM).rule, "memory.forget.not_author");
+  strictEqual(forget({ name: "bob", trust: "owner" }, DM).allowed, true);
+  // Bob's turn, lowered by what it read from a familiar contact, may not erase his inner note.
+  const tainted = { ...DM, contributors: ["familiar" as const] };
+  strictEqual(forget(bob, tainted).allowed, false);
+  // Nor may it forget what it could not read.
+  strictEqual(
+    forget(bob, DM, { store: "private", author: "bob", trust: "inner" }).rule,
+    "memory.forget.memory.private.denied",
+  );
+  // A personal entry: only its own person's, and never in a group.
+  const note: MemoryEntryRef = { store: "personal", person: "bob", author: "bob", trust: "inner" };
+  strictEqual(forget(bob, DM, note).allowed, true);
+  strictEqual(forget(bob, { ...DM, ceiling: "owner" }, note).allowed, false);
 });

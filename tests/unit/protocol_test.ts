@@ -1,5 +1,6 @@
 import { assertEquals } from "../assert.ts";
 import {
+  END_SIGNAL,
   INJECTABLE_STEPS,
   PROXY_PORT,
   PROXY_SOCKET,
@@ -26,6 +27,10 @@ Deno.test("every C setup step has the same number and name in TypeScript", () =>
     [name, n],
   ) => [Number(n), name.toLowerCase().replaceAll("_", "-")]);
   assertEquals(fromC, Object.entries(STEPS).map(([n, name]) => [Number(n), name]));
+});
+
+Deno.test("the end signal agrees with protocol.h", () => {
+  assertEquals(Number(defines("COOP_SIG_").get("END")), END_SIGNAL);
 });
 
 Deno.test("record kinds agree with protocol.h", () => {

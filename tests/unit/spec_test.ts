@@ -71,3 +71,23 @@ Deno.test("forcing a step without an injection point is refused, not silently ig
   );
   assertMatch(error.message, /failAt: step "no-new-privs" has no injection point/);
 });
+
+Deno.test("the working directory is /work or below it; anything else is refused", () => {
+  const cwdOf = (cwd?: string) =>
+    decode(buildSpec(policy, ["pwd"], cwd === undefined ? {} : { cwd }))
+      .filter((p) => p.startsWith("c/")).map((p) => p.slice(1));
+  assertEquals(cwdOf(), ["/work"]);
+  assertEquals(cwdOf("/work/a/b"), ["/work/a/b"]);
+  for (const bad of ["/etc", "/work/../etc", "work/a", "/workspace", "/work/a/../../etc"]) {
+    const error = assertThrows(() => buildSpec(policy, ["pwd"], { cwd: bad }), SandboxPolicyError);
+    assertMatch(error.message, /cwd must be \/work or an absolute path below it/);
+  }
+});
+
+Deno.test("PATH leads with the workspace's tool directories", () => {
+  const env = buildEnvironment(policy, {}, () => undefined);
+  assert(env.includes(
+    "PATH=/work/tools:/work/bin:/work/.local/bin:/usr/local/bin:/usr/bin:/bin:" +
+      "/usr/local/sbin:/usr/sbin:/sbin",
+  ));
+});

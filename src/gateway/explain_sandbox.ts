@@ -1,0 +1,159 @@
+/**
+ * The sandbox part of `coop explain`: where a principal's commands and file tools would run,
+ * and — for a sandboxed principal — the policy the sandbox would get, built by the same code a
+ * tool call uses (`ToolExecutor.settingsFor`, `sandboxPolicyFor`), with the enforcement path
+ * the sandbox library would choose for its limits on this host (`planLimits`).
+ * @module
+ */
+import type { CoopConfig, UserConfig } from "../config/config.ts";
+import { errorMessage } from "../errors/coop_error.ts";
+import {
+  type AppliedLimits,
+  cgroupHost,
+  planLimits,
+  resolvePolicy,
+  type SandboxPolicyInput,
+} from "../sandbox/mod.ts";
+import { HOST_ENV_ALLOWLIST, TOOL_PATH, WORKSPACE_MOUNT } from "../sandbox/environment.ts";
+import { hostLayout } from "../sandbox/host_layout.ts";
+import { etcFiles } from "../sandbox/spec.ts";
+import { decide, type Principal, type Situation } from "../trust/authorization.ts";
+import { scopeFor } from "../tools/path_scope.ts";
+import { sandboxPolicyFor } from "../tools/sandbox_placement.ts";
+import { ToolExecutor } from "../tools/tool_executor.ts";
+
+/** One mount of the sandbox's root, as `coop explain` lists it. */
+export interface ExplainedMount {
+  /** The path inside the sandbox. */
+  inside: string;
+  /** What is there: a host path, `tmpfs`, `synthesized`, `proc`, `devices`. */
+  source: string;
+  /** `rw` or `ro` (`symlink` for a link into a read-only tree). */
+  mode: "rw" | "ro" | "symlink";
+}
+
+/** Where a principal's commands and file tools run, and under which policy. */
+export interface SandboxExplanation {
+  /** Where `bash` and `exec` run: the host (owner), the sandbox, or nowhere (not allowed). */
+  commandsRun: "host" | "sandbox" | "nowhere";
+  /** The `authorize()` rule behind `commandsRun`. */
+  rule: string;
+  /** `[sandbox] enabled`. */
+  sandboxEnabled: boolean;
+  /** The directory the file tools (and the sandbox's `/work`) see. */
+  workspace: { host: string; visibleAs: string };
+  /** `bash`/`exec` timeouts: the default and the most the model may ask for. */
+  timeouts: { defaultMs: number; maxMs: number };
+  /** The policy given to the sandbox library (absent on the host or when nothing runs). */
+  policy?: SandboxPolicyInput;
+  /** Why the policy is invalid (the sandbox would refuse every command), if it is. */
+  policyError?: string;
+  /** The root the sandbox builds, in mount order. */
+  mounts?: ExplainedMount[];
+  /** Network mode, allowlist and proxy limits. */
+  network?: {
+    mode: string;
+    allowDomains: string[];
+    proxyMaxConnections: number | null;
+    neverDial: string[];
+  };
+  /** The environment inside: fixed `PATH` and `HOME`, and which host variables pass in. */
+  environment?: { PATH: string; HOME: string; hostVariables: string[] };
+  /** The limits and the path that would enforce them on this host (`planLimits`). */
+  limits?: AppliedLimits;
+  /** Why no path can enforce a requested limit here (the sandbox would refuse to start). */
+  limitsError?: string;
+}
+
+function mountsOf(policy: SandboxPolicyInput): ExplainedMount[] {
+  const resolved = resolvePolicy(policy);
+  const mounts: ExplainedMount[] = [
+    { inside: "/", source: "tmpfs (empty root)", mode: "ro" },
+    { inside: WORKSPACE_MOUNT, source: resolved.workspace, mode: "rw" },
+    ...resolved.protectedNames.map((name): ExplainedMount => ({
+      inside: `${WORKSPACE_MOUNT}/${name}, ${WORKSPACE_MOUNT}/*/${name}`,
+      source: "the same, re-mounted (protected_names)",
+      mode: "ro",
+    })),
+  ];
+  for (const entry of hostLayout()) {
+    mounts.push(
+      entry.kind === "bind"
+        ? { inside: entry.inside, source: entry.host, mode: "ro" }
+        : { inside: entry.inside, source: `→ ${entry.target}`, mode: "symlink" },
+    );
+  }
+  for (const path of resolved.readOnlyPaths) {
+    mounts.push({ inside: path, source: path, mode: "ro" });
+  }
+  for (const path of Object.keys(etcFiles(resolved))) {
+    mounts.push({ inside: path, source: "synthesized", mode: "ro" });
+  }
+  mounts.push(
+    { inside: "/tmp", source: `tmpfs, ${resolved.tmpSizeBytes} bytes`, mode: "rw" },
+    { inside: "/dev", source: "null zero full random urandom tty, own pts and shm", mode: "rw" },
+    { inside: "/proc", source: "proc of the sandbox's own pid namespace", mode: "rw" },
+  );
+  return mounts;
+}
+
+/**
+ * Explains where `principal`'s commands run in `situation` and, when that is the sandbox, the
+ * policy and limits it would get. `user` is the configured user (for their overrides);
+ * `groupDir` the group chat's directory under the workspace, in a group.
+ */
+export function explainSandbox(
+  config: CoopConfig,
+  principal: Principal,
+  situation: Situation,
+  user: UserConfig | undefined,
+  groupDir?: string,
+): SandboxExplanation {
+  const bash = decide(principal, situation, { kind: "tool", tool: "bash" });
+  const commandsRun = !bash.allowed ? "nowhere" : bash.placement === "host" ? "host" : "sandbox";
+  // The executor's rule: the owner's tools see the whole workspace on the host.
+  const scope = scopeFor(config, principal.name, bash.effectiveTrust === "owner", groupDir);
+  // The same merge a tool call uses: [sandbox], then the user's overrides.
+  const settings = new ToolExecutor(config, { env: {} }).settingsFor(user);
+  const out: SandboxExplanation = {
+    commandsRun,
+    rule: bash.rule,
+    sandboxEnabled: config.sandbox.enabled,
+    workspace: { host: scope.hostRoot, visibleAs: scope.visibleRoot },
+    timeouts: { defaultMs: settings.timeoutMs, maxMs: settings.maxTimeoutMs },
+  };
+  // Only commands run in the sandbox; file tools run in the gateway, confined to the workspace.
+  if (commandsRun !== "sandbox") return out;
+  const policy = sandboxPolicyFor(config, settings, scope.hostRoot);
+  out.policy = policy;
+  out.network = {
+    mode: settings.network,
+    allowDomains: policy.allowDomains ?? [],
+    proxyMaxConnections: settings.network === "proxy"
+      ? (settings.proxyMaxConnections ?? resolvePolicyOrNull(policy)?.proxyMaxConnections ?? null)
+      : null,
+    neverDial: policy.proxyNeverDial ?? [],
+  };
+  out.environment = {
+    PATH: TOOL_PATH,
+    HOME: WORKSPACE_MOUNT,
+    hostVariables: [...HOST_ENV_ALLOWLIST, ...settings.envPassthrough],
+  };
+  try {
+    out.mounts = mountsOf(policy);
+    out.limits = planLimits(resolvePolicy(policy), cgroupHost()).applied;
+  } catch (error) {
+    const message = errorMessage(error);
+    if (out.mounts === undefined) out.policyError = message;
+    else out.limitsError = message;
+  }
+  return out;
+}
+
+function resolvePolicyOrNull(policy: SandboxPolicyInput) {
+  try {
+    return resolvePolicy(policy);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Usage counters for budgets: one row per turn (who, which group chat, when) to which the turn's
+ * model tokens and sandbox CPU time are added as they are measured. Sums over a rolling window
+ * are what `BudgetGate` checks and `coop usage` prints; rows older than any window are pruned.
+ * @module
+ */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+
+/** What a person or a group used in a window. */
+export interface UsageTotals {
+  /** Turns started. */
+  turns: number;
+  /** Model tokens (input + output) those turns used, as the providers reported them. */
+  tokens: number;
+  /** CPU seconds their sandboxes used, measured (`ExecResult.cpu`). */
+  sandboxSeconds: number;
+}
+
+/** Whose usage: a person (a user name, or `public:<sender>`) or a configured group chat. */
+export type UsageSubject = { person: string } | { group: string };
+
+/** One turn's contribution, for working out when a budget frees up. */
+export interface TurnUsage {
+  /** When the turn started (ms since the epoch). */
+  at: number;
+  tokens: number;
+  sandboxSeconds: number;
+}
+
+interface TurnRow {
+  at: number;
+  tokens: number;
+  sandbox_us: number;
+}
+
+function subjectClause(subject: UsageSubject): [string, string] {
+  return "person" in subject ? ["person = ?", subject.person] : ["group_name = ?", subject.group];
+}
+
+/** The usage counters over an open state database; every write is committed on return. */
+export class UsageStore {
+  readonly #db: DatabaseSync;
+  readonly #now: () => number;
+  readonly #begin: StatementSync;
+  readonly #addTokens: StatementSync;
+  readonly #addSandbox: StatementSync;
+
+  constructor(db: DatabaseSync, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+    this.#begin = db.prepare(
+      "INSERT INTO usage_turns (person, group_name, channel, started_at) VALUES (?, ?, ?, ?)",
+    );
+    this.#addTokens = db.prepare("UPDATE usage_turns SET tokens = tokens + ? WHERE id = ?");
+    this.#addSandbox = db.prepare(
+      "UPDATE usage_turns SET sandbox_us = sandbox_us + ? WHERE id = ?",
+    );
+  }
+
+  /** Records a turn starting now; returns its id for `addTokens` and `addSandboxSeconds`. */
+  beginTurn(turn: { person: string; group?: string; channel: string }): number {
+    return Number(
+      this.#begin.run(turn.person, turn.group ?? null, turn.channel, this.#now()).lastInsertRowid,
+    );
+  }
+
+  /** Adds model tokens to turn `id`. */
+  addTokens(id: number, tokens: number): void {
+    if (tokens > 0) this.#addTokens.run(Math.round(tokens), id);
+  }
+
+  /** Adds measured sandbox CPU time to turn `id`. */
+  addSandboxSeconds(id: number, seconds: number): void {
+    if (seconds > 0) this.#addSandbox.run(Math.round(seconds * 1e6), id);
+  }
+
+  /** What `subject` used in the last `windowMs`. */
+  totals(subject: UsageSubject, windowMs: number): UsageTotals {
+    const [where, value] = subjectClause(subject);
+    const row = this.#db.prepare(
+      `SELECT COUNT(*) AS turns, COALESCE(SUM(tokens), 0) AS tokens,
+              COALESCE(SUM(sandbox_us), 0) AS sandbox_us
+       FROM usage_turns WHERE ${where} AND started_at > ?`,
+    ).get(value, this.#now() - windowMs) as { turns: number; tokens: number; sandbox_us: number };
+    return { turns: row.turns, tokens: row.tokens, sandboxSeconds: row.sandbox_us / 1e6 };
+  }
+
+  /** `subject`'s turns in the last `windowMs`, oldest first. */
+  turns(subject: UsageSubject, windowMs: number): TurnUsage[] {
+    const [where, value] = subjectClause(subject);
+    const rows = this.#db.prepare(
+      `SELECT started_at AS at, tokens, sandbox_us FROM usage_turns
+       WHERE ${where} AND started_at > ? ORDER BY started_at, id`,
+    ).all(value, this.#now() - windowMs) as unknown as TurnRow[];
+    return rows.map((r) => ({ at: r.at, tokens: r.tokens, sandboxSeconds: r.sandbox_us / 1e6 }));
+  }
+
+  /** Everyone (`person`) or every group chat (`group`) with a turn in the last `windowMs`. */
+  subjects(kind: "person" | "group", windowMs: number): string[] {
+    const column = kind === "person" ? "person" : "group_name";
+    const rows = this.#db.prepare(
+      `SELECT DISTINCT ${column} AS name FROM usage_turns
+       WHERE ${column} IS NOT NULL AND started_at > ? ORDER BY ${column}`,
+    ).all(this.#now() - windowMs) as Array<{ name: string }>;
+    return rows.map((r) => r.name);
+  }
+
+  /** Forgets turns that started more than `windowMs` ago; returns how many. */
+  prune(windowMs: number): number {
+    const cutoff = this.#now() - windowMs;
+    return Number(
+      this.#db.prepare("DELETE FROM usage_turns WHERE started_at <= ?").run(cutoff)
+        .changes,
+    );
+  }
+}

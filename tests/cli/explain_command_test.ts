@@ -1,0 +1,94 @@
+/** `coop explain` argument handling and its human report (no sandbox needed). */
+import { join } from "node:path";
+import { assertEquals, assertMatch } from "../assert.ts";
+import { runExplain } from "../../src/cli/explain_command.ts";
+
+const CONFIG = `
+[agent]
+workspace = "ws"
+state_dir = "state"
+[[users]]
+name = "alice"
+trust = "owner"
+match = ["terminal:default", "telegram:111"]
+[[users]]
+name = "dave"
+trust = "inner"
+match = ["telegram:*"]
+[[groups]]
+name = "family"
+match = ["telegram:-100"]
+trust = "inner"
+`;
+
+async function run(args: string[]): Promise<{ code: number; out: string; probed: number }> {
+  const dir = await Deno.makeTempDir({ prefix: "coop-explain-cli-" });
+  try {
+    await Deno.writeTextFile(join(dir, "coop.toml"), CONFIG);
+    let out = "";
+    let probed = 0;
+    const code = await runExplain([...args, "--config", join(dir, "coop.toml")], {
+      probe: () => {
+        probed++;
+        return Promise.resolve({ available: false, detail: "fake probe" });
+      },
+      write: (text) => out += text,
+    });
+    return { code, out, probed };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("explain: usage mistakes exit 2 with the usage line", async () => {
+  for (
+    const args of [[], ["--channel", "http"], ["--user", "alice", "--sender", "x"], ["--bogus"]]
+  ) {
+    const r = await run(args);
+    assertEquals(r.code, 2, args.join(" "));
+    assertMatch(r.out, /usage: coop explain/);
+  }
+});
+
+Deno.test("explain: an unknown user name exits 1 naming the configured users", async () => {
+  const r = await run(["--user", "zed"]);
+  assertEquals(r.code, 1);
+  assertMatch(r.out, /no \[\[users\]\] entry is named "zed" \(configured: alice, dave\)/);
+});
+
+Deno.test("explain: the owner in a group (negative id) is sandboxed at the group's ceiling", async () => {
+  const r = await run(["--user", "alice", "--channel", "telegram", "--group", "-100"]);
+  assertEquals(r.code, 0, r.out);
+  assertMatch(r.out, /^telegram:111 → user "alice", group -100 \(route: matched\)/);
+  assertMatch(r.out, /Effective trust: inner/);
+  assertMatch(r.out, /ceiling +inner — \[\[groups\]\] family/);
+  assertMatch(r.out, /Commands \(bash, exec\) run: sandbox \(tool\.bash\.sandboxed\)/);
+  assertMatch(r.out, /PATH +\/work\/tools:\/work\/bin:\/work\/\.local\/bin:/);
+  assertMatch(r.out, /sandbox +UNAVAILABLE: fake probe/);
+  assertEquals(r.probed, 1);
+});
+
+Deno.test("explain: the owner in a direct chat runs on the host; no probe", async () => {
+  const r = await run(["--user", "alice"]);
+  assertEquals(r.code, 0, r.out);
+  assertMatch(r.out, /Commands \(bash, exec\) run: host \(tool\.bash\.owner_host\)/);
+  assertEquals(r.probed, 0);
+});
+
+Deno.test("explain: a user matched only by a wildcard is explained by name, with a note", async () => {
+  const r = await run(["--user", "dave", "--json"]);
+  assertEquals(r.code, 0, r.out);
+  const report = JSON.parse(r.out);
+  assertEquals(report.identity.route, "named");
+  assertMatch(report.notes[0], /dave has no exact match pattern on channel "telegram"/);
+  assertEquals(report.trust.effective, "inner");
+});
+
+Deno.test("explain: an unknown sender in an unlisted group gets the default ceiling", async () => {
+  const r = await run(["--channel", "signal", "--sender", "+100", "--group", "group:x", "--json"]);
+  const report = JSON.parse(r.out);
+  assertEquals(report.identity.principal, "public");
+  assertEquals(report.trust.ceiling, "familiar");
+  assertMatch(report.trust.ceilingFrom, /no \[\[groups\]\] entry matches signal:group:x/);
+  assertEquals(report.tools, []);
+});
