@@ -17,14 +17,18 @@
 export { exec } from "./src/sandbox/exec.ts";
 export type { ExecOptions, ExecResult } from "./src/sandbox/exec.ts";
 export type { SandboxCpuTime } from "./src/sandbox/spawn.ts";
+export { spawn } from "./src/sandbox/public_spawn.ts";
+export type { RunningSandbox, SpawnSandboxOptions } from "./src/sandbox/public_spawn.ts";
+export type { SandboxStatus } from "./src/sandbox/spawn.ts";
 export { probe } from "./src/sandbox/probe.ts";
-export type { ProbeCheck, ProbeReport } from "./src/sandbox/probe.ts";
+export type { ProbeCheck, ProbeOptions, ProbeReport } from "./src/sandbox/probe.ts";
 export { lastSelfTest, selfTest } from "./src/sandbox/self_test.ts";
 export type { SelfTestCheck, SelfTestResult } from "./src/sandbox/self_test.ts";
 export { NETWORK_MODES, resolvePolicy } from "./src/sandbox/policy.ts";
 export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./src/sandbox/policy.ts";
 export type { AppliedLimits, LimitPath } from "./src/sandbox/limits.ts";
 export type { ProxyDenial } from "./src/sandbox/proxy/policy_proxy.ts";
+export type { SignalName } from "./src/sandbox/wait_status.ts";
 export {
   SandboxError,
   SandboxLimitError,

@@ -220,55 +220,33 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * The comparisons that run in a process of their own after the library's (one sandbox library
+ * per process, see bench_hardening.ts): script, and what its failure line says.
+ */
+const SEPARATE_BENCHES: ReadonlyArray<[string, string]> = [
+  ["bench_hardening.ts", "hardening cost"],
+  ["bench_proxy.ts", "proxy cost"],
+  ["bench_gateway.ts", "gateway overhead"],
+  ["bench_node.ts", "exec() under Node"],
+  ["bench_channels.ts", "channel overhead"],
+  ["bench_load.ts", "gateway under load"],
+];
+
 if (import.meta.main) {
   await main();
-  console.log();
-  // Separate processes: one sandbox library per process (see bench_hardening.ts).
-  const hardening = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      "--quiet",
-      fileURLToPath(new URL("./bench_hardening.ts", import.meta.url)),
-    ],
-    stdout: "inherit",
-    stderr: "inherit",
-  }).output();
-  if (!hardening.success) console.log("hardening cost: the comparison failed (see above)");
-  console.log();
-  const proxy = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      "--quiet",
-      fileURLToPath(new URL("./bench_proxy.ts", import.meta.url)),
-    ],
-    stdout: "inherit",
-    stderr: "inherit",
-  }).output();
-  if (!proxy.success) console.log("proxy cost: the comparison failed (see above)");
-  console.log();
-  const gateway = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      "--quiet",
-      fileURLToPath(new URL("./bench_gateway.ts", import.meta.url)),
-    ],
-    stdout: "inherit",
-    stderr: "inherit",
-  }).output();
-  if (!gateway.success) console.log("gateway overhead: the comparison failed (see above)");
-  console.log();
-  const load = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      "--quiet",
-      fileURLToPath(new URL("./bench_load.ts", import.meta.url)),
-    ],
-    stdout: "inherit",
-    stderr: "inherit",
-  }).output();
-  if (!load.success) console.log("gateway under load: the comparison failed (see above)");
+  for (const [script, name] of SEPARATE_BENCHES) {
+    console.log();
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-all",
+        "--quiet",
+        fileURLToPath(new URL(`./${script}`, import.meta.url)),
+      ],
+      stdout: "inherit",
+      stderr: "inherit",
+    }).output();
+    if (!run.success) console.log(`${name}: the comparison failed (see above)`);
+  }
 }

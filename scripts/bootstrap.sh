@@ -12,4 +12,4 @@ PATH="$root/tools/node_modules/.bin:$PATH"
 # its CA to the system store, which npm already uses.
 DENO_TLS_CA_STORE=${DENO_TLS_CA_STORE:-mozilla,system}
 export PATH DENO_TLS_CA_STORE
-deno run --quiet --allow-read --allow-write --allow-run=gcc "$root/scripts/build_ffi.ts" >&2
+deno run --quiet --allow-read --allow-write --allow-env --allow-run=gcc "$root/scripts/build_ffi.ts" >&2

@@ -3,12 +3,16 @@
  * it. Skips the work when build/ already holds a library of the current sources.
  *
  * Usage: deno task build:ffi [--force] [--disable LAYER]...
+ * It uses only `node:*` APIs: the npm package runs the same file, compiled, under Node.
  *
  * `--disable LAYER` makes a debug build without one protection (seccomp, landlock,
  * capabilities, no-new-privs, netns, pidns, close-fds) in build/debug-LAYER/, for the tests
  * that prove each layer is load-bearing. The loader refuses such a library unless
  * COOP_ALLOW_DEBUG_LIBRARY=1.
  */
+import { spawnSync } from "node:child_process";
+import { mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { hashSources } from "../src/sandbox/source_hash.ts";
@@ -23,14 +27,14 @@ const LAYERS = [
   "close-fds",
 ];
 const { values: options } = parseArgs({
-  args: Deno.args,
+  args: process.argv.slice(2),
   options: { force: { type: "boolean" }, disable: { type: "string", multiple: true } },
 });
 const disabled = (options.disable ?? []).sort();
 for (const layer of disabled) {
   if (!LAYERS.includes(layer)) {
     console.error(`build:ffi: unknown layer "${layer}" (known: ${LAYERS.join(", ")})`);
-    Deno.exit(2);
+    process.exit(2);
   }
 }
 
@@ -43,30 +47,30 @@ const defines = disabled.map((layer) =>
   `-DCOOP_DISABLE_${layer.toUpperCase().replaceAll("-", "_")}`
 );
 
-async function run(cmd: string, args: string[]): Promise<void> {
-  const { code, stderr } = await new Deno.Command(cmd, { args, stderr: "piped" }).output();
-  if (code !== 0) {
-    console.error(new TextDecoder().decode(stderr));
-    console.error(`build:ffi: ${cmd} failed (exit ${code})`);
-    Deno.exit(1);
+function run(cmd: string, args: string[]): void {
+  const { status, stderr, error } = spawnSync(cmd, args, { stdio: ["ignore", "inherit", "pipe"] });
+  if (status !== 0) {
+    console.error(stderr?.toString() ?? "");
+    console.error(`build:ffi: ${cmd} failed (${error ? error.message : `exit ${status}`})`);
+    process.exit(1);
   }
 }
 
 const hash = await hashSources(ffi);
 const force = options.force ?? false;
-const current = await Deno.readTextFile(stamp).catch(() => "");
-const built = await Deno.stat(library).then(() => true, () => false);
-if (!force && built && current.trim() === hash) Deno.exit(0);
+const current = await readFile(stamp, "utf8").catch(() => "");
+const built = await stat(library).then(() => true, () => false);
+if (!force && built && current.trim() === hash) process.exit(0);
 
-await Deno.mkdir(build, { recursive: true });
+await mkdir(build, { recursive: true });
 const warnings = ["-Wall", "-Wextra", "-Werror"];
 const initSources: string[] = [];
-for await (const entry of Deno.readDir(`${ffi}/init`)) {
-  if (entry.name.endsWith(".c")) initSources.push(`${ffi}/init/${entry.name}`);
+for (const name of await readdir(`${ffi}/init`)) {
+  if (name.endsWith(".c")) initSources.push(`${ffi}/init/${name}`);
 }
 // No libc in the init: it is exec'd from a memfd inside an empty root, and must not depend
 // on anything there.
-await run("gcc", [
+run("gcc", [
   ...warnings,
   "-O2",
   "-static",
@@ -83,7 +87,7 @@ await run("gcc", [
   `${build}/coop-init`,
   ...initSources.sort(),
 ]);
-await run("gcc", [
+run("gcc", [
   ...warnings,
   "-O2",
   "-shared",
@@ -102,6 +106,6 @@ await run("gcc", [
   `${ffi}/init_blob.S`,
   "-pthread",
 ]);
-await Deno.rename(`${library}.tmp`, library);
-await Deno.writeTextFile(stamp, `${hash}\n`);
+await rename(`${library}.tmp`, library);
+await writeFile(stamp, `${hash}\n`);
 console.error(`build:ffi: built ${library} (${hash.slice(0, 12)})`);

@@ -7,6 +7,8 @@
 export interface SseEvent {
   event: string;
   data: string;
+  /** The stream's last event id (`id:`) when the event was dispatched, if any was set. */
+  id?: string;
 }
 
 /**
@@ -23,13 +25,18 @@ export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerato
   let event = "";
   let data: string[] = [];
   let hasData = false;
+  let lastId: string | undefined;
   const line = (text: string): SseEvent | null => {
     if (text === "") {
       if (!hasData) {
         event = "";
         return null;
       }
-      const dispatched = { event: event || "message", data: data.join("\n") };
+      const dispatched: SseEvent = {
+        event: event || "message",
+        data: data.join("\n"),
+        ...(lastId === undefined ? {} : { id: lastId }),
+      };
       event = "";
       data = [];
       hasData = false;
@@ -41,6 +48,7 @@ export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerato
     let value = colon === -1 ? "" : text.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
     if (field === "event") event = value;
+    else if (field === "id" && !value.includes("\0")) lastId = value;
     else if (field === "data") {
       data.push(value);
       hasData = true;

@@ -11,6 +11,9 @@ import type { IncomingMessage, OutgoingFile, TurnHandler } from "../gateway/turn
 
 const log = getLogger(["coop", "channel"]);
 
+/** How long a stopping channel lets replies already being sent finish. */
+export const DELIVERY_GRACE_MS = 3000;
+
 /** What a chat is told when a turn failed for a reason of ours. */
 export const CHAT_APOLOGY = "Sorry, something went wrong on my side. Please try again later.";
 
@@ -31,16 +34,25 @@ export type ChatAnswer = "answered" | "interrupted";
 
 /**
  * Runs the turn for `message` and delivers its outcome to `chat`. Returns `interrupted` (and
- * sends nothing) when the turn or a delivery was cancelled because the channel or the gateway is
- * stopping: the message stays pending and is answered after the restart.
+ * sends nothing more) when the turn (`signal`) or a delivery (`deliverySignal`, aborted later:
+ * a reply being sent at shutdown gets a grace period) was cancelled because the channel or the
+ * gateway is stopping: the message stays pending and is answered after the restart.
  */
 export async function answerInChat(
   handle: TurnHandler,
   message: IncomingMessage,
   chat: ChatSender,
-  options: { typingEveryMs: number; signal: AbortSignal },
+  options: { typingEveryMs: number; signal: AbortSignal; deliverySignal: AbortSignal },
 ): Promise<ChatAnswer> {
   const fields = { event: "channel.turn_failed", channel: message.channel, sender: message.sender };
+  // The identity to put in a match pattern, for the owner setting people up (docs/channels.md).
+  log.info("channel.message from {from}{inGroup}", {
+    event: "channel.message",
+    from: `${message.channel}:${message.sender}`,
+    inGroup: message.group === undefined ? "" : ` in ${message.channel}:${message.group}`,
+    aliases: message.senderAliases,
+    addressed: message.addressed,
+  });
   let typing = true;
   const showTyping = () => {
     if (!typing) return;
@@ -81,7 +93,7 @@ export async function answerInChat(
     if (reply !== null && reply.trim() !== "") await chat.text(reply);
     for (const file of files) await chat.file(file);
   } catch (error) {
-    if (isStopping(error, options.signal)) return "interrupted";
+    if (options.deliverySignal.aborted) return "interrupted";
     // Retrying cannot change this refusal (the chat is gone, the bot was blocked …).
     log.error("channel.delivery_failed {channel}: {reason}", {
       ...fields,

@@ -3,6 +3,7 @@
  * here, with file and key), measure the sandbox for the banner, open the state database.
  * @module
  */
+import type { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import { sandboxBanner } from "./banner.ts";
@@ -12,6 +13,7 @@ import { checkConfig } from "../config/config_check.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
 import { lockStateDir, type StateLock, StateLockedError } from "../state/state_lock.ts";
+import { openStateDb } from "../state/state_db.ts";
 import { probe, type ProbeReport } from "../sandbox/mod.ts";
 import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
@@ -21,6 +23,8 @@ import { writeStderr } from "./stderr.ts";
 export interface StartedGateway {
   config: CoopConfig;
   gateway: Gateway;
+  /** The gateway's state database (the messenger channels keep their inbox there). */
+  db: DatabaseSync;
   /** The startup banner's sandbox line (measured by a probe sandbox). */
   banner: string;
   /** The state directory's gateway lock, when asked for; release it after `gateway.close()`. */
@@ -92,15 +96,17 @@ export async function startGateway(
   const report = config.sandbox.enabled ? await (deps.probe ?? probe)() : null;
   const banner = sandboxBanner(report, config.sandbox.enabled);
   let gateway: Gateway;
+  let db: DatabaseSync;
   try {
-    gateway = Gateway.open(config, deps);
+    db = deps.db ?? openStateDb(config.agent.stateDir);
+    gateway = Gateway.open(config, { ...deps, db });
   } catch (error) {
     lock?.release();
     if (!(error instanceof CoopError)) throw error;
     write(`coop: cannot open the state database in ${config.agent.stateDir}: ${error.message}\n`);
     return 1;
   }
-  return { config, gateway, banner, ...(lock ? { lock } : {}) };
+  return { config, gateway, db, banner, ...(lock ? { lock } : {}) };
 }
 
 function lockFailure(error: unknown, stateDir: string): string {

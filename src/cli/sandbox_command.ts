@@ -47,9 +47,14 @@ function print(text: string): void {
 
 const printError = writeStderr;
 
-function renderStatus(report: ProbeReport): string {
+/** The text of `coop sandbox status` for a probe report. */
+export function renderStatus(report: ProbeReport): string {
   const p = report.platform;
-  const lines = [`Coop sandbox: ${p.os} ${p.arch}, kernel ${p.kernel}, invoked as uid ${p.uid}`];
+  const backend = report.backend ? `, backend ${report.backend}` : "";
+  const lines = [
+    `Coop sandbox: ${p.os} ${p.arch}, kernel ${p.kernel}, invoked as uid ${p.uid}${backend}`,
+  ];
+  if (report.note) lines.push(`  note: ${report.note}`);
   if (!report.available) {
     lines.push(`  ✗ unavailable: ${report.error}`);
     lines.push("  Non-owner commands will be refused (fail closed).");

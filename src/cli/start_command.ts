@@ -1,8 +1,10 @@
 /**
- * `coop start [--config FILE]`: serves the configured channels (HTTP) and runs the cron jobs
- * until SIGTERM or SIGINT, holding the state directory's lock (one gateway per directory;
- * `coop chat` takes none: its sessions are its own and it runs no cron), then drains: turns in flight are cancelled (their sandboxes killed),
- * the scheduler stops, the state database is closed, and the process exits 0.
+ * `coop start [--config FILE]`: serves the configured channels (HTTP, Telegram, Signal) and runs
+ * the cron jobs until SIGTERM or SIGINT, holding the state directory's lock (one gateway per
+ * directory; `coop chat` takes none: its sessions are its own and it runs no cron). `coop.toml`
+ * is reloaded when it changes and on SIGHUP (`config_reload.ts`). On a stop signal it drains:
+ * turns in flight are cancelled (their sandboxes killed), the channels and the scheduler stop,
+ * the state database is closed, and the process exits 0.
  * @module
  */
 import { getLogger } from "@logtape/logtape";
@@ -13,6 +15,8 @@ import { parseConfigOption, startGateway, type StartupDependencies } from "./gat
 import { writeStderr } from "./stderr.ts";
 import { connectionCap, openFileLimit } from "./connection_budget.ts";
 import { listenFailure } from "./listen_failure.ts";
+import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
+import { ConfigReloader } from "./config_reload.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -26,15 +30,15 @@ export async function startCommand(
   const file = parseConfigOption(args);
   const started = await startGateway(file, deps, { lockStateDir: true });
   if (typeof started === "number") return started;
-  const { config, gateway, banner, lock } = started;
+  const { config, gateway, db, banner, lock } = started;
   say(banner);
   const http = config.channels.http?.enabled ? config.channels.http : undefined;
-  if (!http && config.cron.length === 0) {
+  if (!http && config.cron.length === 0 && enabledMessengers(config).length === 0) {
     gateway.close();
     lock?.release();
     say(
-      `nothing to run in ${file}: enable [channels.http] or add [[cron]] jobs ` +
-        "(the terminal is `coop chat`)",
+      `nothing to run in ${file}: enable [channels.http], [channels.telegram] or ` +
+        "[channels.signal], or add [[cron]] jobs (the terminal is `coop chat`)",
     );
     return 1;
   }
@@ -94,13 +98,29 @@ export async function startCommand(
   const cron = new CronScheduler({ jobs: config.cron, runTurn: gateway.runCronJob });
   cron.start();
   if (config.cron.length) say(`cron: ${config.cron.length} job(s) scheduled`);
-  say("ready (SIGTERM or Ctrl-C stops)");
+  const env = (name: string) => Deno.env.get(name);
+  const messengers = new MessengerChannels({ db, handle: gateway.handle, env, say });
+  await messengers.apply(config);
+  const reloader = new ConfigReloader(file, config, async (next, changes) => {
+    // Turns already running keep the config they started with; the next one sees this.
+    gateway.reconfigure(next);
+    for (const section of ["http", "terminal"]) {
+      if (changes.channels.includes(section)) {
+        say(`reload: channels.${section} applies after a restart`);
+      }
+    }
+    if (changes.other.includes("cron")) say("reload: [[cron]] applies after a restart");
+    return await messengers.apply(next);
+  });
+  reloader.start();
+  say("ready (SIGTERM or Ctrl-C stops; SIGHUP or saving the config reloads it)");
 
   await stopped;
   say("stopping: cancelling turns in flight…");
   log.info("gateway.stopping", { event: "gateway.stopping" });
+  await reloader.stop();
   // Cancel turns first: an HTTP shutdown waits for its requests, which wait for their turns.
-  await Promise.all([gateway.drain(), cron.stop()]);
+  await Promise.all([gateway.drain(), cron.stop(), messengers.stop({ cancel: true })]);
   await server?.shutdown();
   gateway.close();
   lock?.release();

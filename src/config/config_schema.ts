@@ -17,8 +17,8 @@ import { parseAllowEntry } from "../sandbox/mod.ts";
 import { PROVIDER_KINDS } from "./provider_kinds.ts";
 import { USER_NAME_PATTERN, USER_NAME_RULE } from "./user_name.ts";
 import { pairingSchema } from "./pairing_settings.ts";
-import { signalChannelSchema, telegramChannelSchema } from "./messenger_schema.ts";
 import { budgetSchema } from "./budget_settings.ts";
+import { signalChannelSchema, telegramChannelSchema } from "./messenger_schema.ts";
 
 /** Network modes config accepts (docs/network.md). */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy"] as const;

@@ -8,7 +8,12 @@ import type { CoopConfig, UserConfig } from "../config/config.ts";
 import { CoopError } from "../errors/coop_error.ts";
 import { decide, effectiveTrust, type Situation } from "../trust/authorization.ts";
 import { TOOL_NAMES } from "../trust/tool_names.ts";
-import { MEMORY_STORES, type MemoryStore, type TrustLevel } from "../trust/trust_level.ts";
+import {
+  MEMORY_STORE_NAMES,
+  type MemoryStoreName,
+  PERSONAL_STORE,
+  type TrustLevel,
+} from "../trust/trust_level.ts";
 import { offeredToolNames } from "../tools/tool_executor.ts";
 import { explainSandbox, type SandboxExplanation } from "./explain_sandbox.ts";
 import { EXPLAIN_SECTIONS, type ExplainContext } from "./explain_sections.ts";
@@ -66,9 +71,9 @@ export interface Explanation {
   toolsDenied: { name: string; rule: string }[];
   /** Memory stores this turn may read and write. */
   memory: {
-    read: MemoryStore[];
-    write: MemoryStore[];
-    decisions: { store: MemoryStore; read: string; write: string }[];
+    read: MemoryStoreName[];
+    write: MemoryStoreName[];
+    decisions: { store: MemoryStoreName; read: string; write: string }[];
   };
   /** Where commands and file tools run, and the sandbox policy. */
   sandbox: SandboxExplanation;
@@ -181,11 +186,15 @@ export async function explainAccess(
     name,
     rule: decide(principal, situation, { kind: "tool", tool: name }).rule,
   }));
-  const decisions = MEMORY_STORES.map((store) => ({
-    store,
-    read: decide(principal, situation, { kind: "memory_read", store }),
-    write: decide(principal, situation, { kind: "memory_write", store }),
-  }));
+  // Every store, the person's own personal store included (as the memory tools ask for it).
+  const decisions = MEMORY_STORE_NAMES.map((store) => {
+    const person = store === PERSONAL_STORE ? principal.name : undefined;
+    return {
+      store,
+      read: decide(principal, situation, { kind: "memory_read", store, person }),
+      write: decide(principal, situation, { kind: "memory_write", store, person }),
+    };
+  });
   const context: ExplainContext = {
     config,
     principal,

@@ -18,7 +18,7 @@ import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
-import { type MessageOrigin, type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
+import { type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
@@ -132,6 +132,7 @@ export class Gateway {
   reconfigure(config: CoopConfig): void {
     this.#config = config;
     this.#executor = this.#newExecutor(config);
+    // Group budgets come from the new config; the counters stay (they are in the database).
     this.#budgets = new BudgetGate(config, this.#usage);
   }
 
@@ -148,17 +149,14 @@ export class Gateway {
   }
 
   /**
-   * Who a channel sender is, in which chat (`routeSender`: `[channels.terminal] user` names the
-   * terminal's user outright; configured users, then paired people — read anew each time, so an
-   * approval counts from the next message; a group's ceiling applies).
+   * Who a channel sender is, in which chat (`routeSender`: `[channels.terminal] user` names
+   * the terminal's user outright; configured users, then paired people — read anew each time,
+   * so an approval counts from the next message; a group's ceiling applies; `aliases` are the
+   * sender's other identifiers on the channel).
    */
-  route(
-    channel: string,
-    sender: string,
-    where: Omit<MessageOrigin, "channel" | "sender"> = {},
-  ): Route {
+  route(channel: string, sender: string, group?: string, aliases?: readonly string[]): Route {
     const paired = pairedUsers(this.pairing, this.config.users);
-    return routeSender(this.config, { channel, sender, ...where }, paired);
+    return routeSender(this.config, { channel, sender, group, aliases }, paired);
   }
 
   /**
@@ -167,8 +165,8 @@ export class Gateway {
    * does not address the agent is kept as context (silent); everything else is a turn.
    */
   handle = async (message: IncomingMessage): Promise<TurnOutcome> => {
-    const { group, senderAliases: aliases } = message;
-    const route = this.route(message.channel, message.sender, { group, aliases });
+    const { channel, sender, group, senderAliases } = message;
+    const route = this.route(channel, sender, group, senderAliases);
     if (this.#pairingGate.applies(route, message)) return this.#pairingGate.answer(message);
     const plan = planMessage(message, route);
     if (plan.kind === "command") {

@@ -4,6 +4,8 @@
  * reason. Read from /proc/self/mountinfo and /proc/self/cgroup once per process.
  * @module
  */
+import { readFileSync } from "node:fs";
+import process from "node:process";
 import { isInside } from "./path_containment.ts";
 
 /** Controllers the limits use, by the policy field they enforce. */
@@ -79,7 +81,7 @@ function joinCgroup(mount: Mount, path: string): string {
 
 function readText(path: string): string | null {
   try {
-    return Deno.readTextFileSync(path);
+    return readFileSync(path, "utf8");
   } catch {
     return null;
   }
@@ -132,7 +134,7 @@ export function cgroupHost(): CgroupHost {
   cached ??= describeCgroupHost(
     readText("/proc/self/mountinfo") ?? "",
     readText("/proc/self/cgroup") ?? "",
-    Deno.uid() ?? -1,
+    process.getuid?.() ?? -1,
   );
   return cached;
 }

@@ -5,6 +5,8 @@
  * after the init is reaped, leftovers are killed, violations read and the cgroups removed.
  * @module
  */
+import { mkdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
+import process from "node:process";
 import { SandboxSetupError } from "./errors.ts";
 import type { CgroupV1Dir } from "./limits.ts";
 import { ERRNO } from "./errno.ts";
@@ -29,7 +31,7 @@ export interface CgroupViolations {
 
 function errnoOf(error: unknown): number {
   const code = (error as { code?: string }).code ?? "";
-  return ERRNO[code] ?? 5; // EIO when Deno does not say
+  return ERRNO[code] ?? 5; // EIO when the runtime does not say
 }
 
 /** One sandbox's cgroups. */
@@ -46,20 +48,20 @@ export class CgroupV1Sandbox {
    * throws SandboxSetupError at the `cgroup` step (fail closed: no limit, no sandbox).
    */
   static create(plan: readonly CgroupV1Dir[]): CgroupV1Sandbox {
-    const name = `coop-${Deno.pid}-${realm}-${++sequence}`;
+    const name = `coop-${process.pid}-${realm}-${++sequence}`;
     const made = new CgroupV1Sandbox(new Map());
     try {
       for (const entry of plan) {
         const dir = `${entry.parent}/${name}`;
-        Deno.mkdirSync(dir);
+        mkdirSync(dir);
         made.dirs.set(entry.controller, dir);
         for (const [file, value] of entry.files) {
           if (file === "memory.memsw.limit_in_bytes" && !exists(`${dir}/${file}`)) continue;
-          Deno.writeTextFileSync(`${dir}/${file}`, value);
+          writeFileSync(`${dir}/${file}`, value);
         }
       }
     } catch (error) {
-      for (const dir of made.dirs.values()) Deno.removeSync(dir); // empty: nothing joined yet
+      for (const dir of made.dirs.values()) rmdirSync(dir); // empty: nothing joined yet
       throw new SandboxSetupError(
         stepName(STEP_CGROUP),
         errnoOf(error),
@@ -90,7 +92,7 @@ export class CgroupV1Sandbox {
     for (const [controller, dir] of this.dirs) {
       for (let attempt = 0; attempt < 50; attempt++) {
         try {
-          Deno.removeSync(dir);
+          rmdirSync(dir);
           break;
         } catch (error) {
           if (errnoOf(error) === ERRNO.ENOENT) break;
@@ -109,7 +111,7 @@ export class CgroupV1Sandbox {
 
 function exists(path: string): boolean {
   try {
-    Deno.statSync(path);
+    statSync(path);
     return true;
   } catch {
     return false;
@@ -119,7 +121,7 @@ function exists(path: string): boolean {
 /** Reads `key N` from a flat-keyed cgroup file; 0 when absent. */
 function counter(path: string, key: string): number {
   try {
-    const text = Deno.readTextFileSync(path);
+    const text = readFileSync(path, "utf8");
     const match = new RegExp(`^${key} (\\d+)$`, "m").exec(text);
     return match ? Number(match[1]) : 0;
   } catch {
@@ -130,13 +132,13 @@ function counter(path: string, key: string): number {
 function killAll(procs: string): void {
   let text = "";
   try {
-    text = Deno.readTextFileSync(procs);
+    text = readFileSync(procs, "utf8");
   } catch {
     return;
   }
   for (const pid of text.split("\n").filter(Boolean)) {
     try {
-      Deno.kill(Number(pid), "SIGKILL");
+      process.kill(Number(pid), "SIGKILL");
     } catch {
       // already gone
     }

@@ -3,6 +3,7 @@
  * so a secret added to the gateway tomorrow cannot leak into a sandbox.
  * @module
  */
+import process from "node:process";
 import type { SandboxPolicy } from "./policy.ts";
 
 /** Where the workspace is mounted inside (read-write; also `$HOME` and the working directory). */
@@ -46,7 +47,7 @@ export const HOST_ENV_ALLOWLIST = ["LANG", "TERM", "TZ"] as const;
 export function buildEnvironment(
   policy: SandboxPolicy,
   extra: Record<string, string> = {},
-  hostEnv: (name: string) => string | undefined = (name) => Deno.env.get(name),
+  hostEnv: (name: string) => string | undefined = (name) => process.env[name],
 ): string[] {
   const env: Record<string, string> = { ...BASE_ENV };
   for (const name of [...HOST_ENV_ALLOWLIST, ...policy.envPassthrough]) {

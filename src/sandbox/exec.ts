@@ -11,6 +11,8 @@ import type { SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
 import type { StepName } from "./protocol.ts";
 import type { ProxyDenial } from "./proxy/policy_proxy.ts";
 import { type ProxyTestHooks, type SandboxCpuTime, spawnSandboxed } from "./spawn.ts";
+import { execOnForeignBackend } from "./foreign_exec.ts";
+import { type HostPlatform, hostPlatform } from "./platform.ts";
 
 const log = getLogger(["coop", "sandbox"]);
 
@@ -45,6 +47,12 @@ export interface ExecOptions {
    * @ignore
    */
   proxy?: ProxyTestHooks;
+  /**
+   * The host as the backend choice sees it (tests drive the macOS backends with fakes);
+   * default: this host.
+   * @ignore
+   */
+  platform?: HostPlatform;
 }
 
 /** The outcome of a sandboxed command. */
@@ -136,6 +144,14 @@ export async function exec(
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const limit = positive("maxOutputBytes", options.maxOutputBytes, DEFAULT_MAX_OUTPUT_BYTES);
   options.signal?.throwIfAborted();
+  const platform = options.platform ?? hostPlatform();
+  if (platform.os !== "linux") {
+    return execOnForeignBackend(platform, policy, argv, {
+      ...options,
+      timeoutMs,
+      maxOutputBytes: limit,
+    });
+  }
   const started = performance.now();
   const child = await spawnSandboxed(policy, argv, {
     env: options.env,

@@ -4,45 +4,17 @@
  * @module
  */
 import { createHash } from "node:crypto";
+import { readFile, stat } from "node:fs/promises";
+import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { embeddedLibrary, sealEmbeddedLibrary } from "./embedded_library.ts";
 import { SandboxUnavailableError } from "./errors.ts";
+import { openNativeLibrary } from "./native_runtime.ts";
 import { hashSources } from "./source_hash.ts";
+import { type NativeLibrary, type Trampoline, TRAMPOLINE_SYMBOLS } from "./trampoline_symbols.ts";
 
-const SYMBOLS = {
-  coop_source_hash: { parameters: [], result: "pointer" },
-  coop_disabled_layers: { parameters: [], result: "pointer" },
-  coop_prestart: { parameters: ["buffer", "buffer"], result: "i32" },
-  coop_start: {
-    parameters: ["buffer", "usize", "buffer", "buffer", "buffer", "buffer"],
-    result: "i32",
-  },
-  coop_discard: { parameters: ["buffer"], result: "void" },
-  coop_wait: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
-  coop_kill: { parameters: ["i32", "i32"], result: "i32" },
-  coop_read_report: { parameters: ["i32", "buffer", "i64"], result: "i64" },
-  coop_close: { parameters: ["i32"], result: "i32" },
-  coop_dup: { parameters: ["i32"], result: "i32" },
-  coop_read_beneath: { parameters: ["buffer", "buffer", "buffer", "i64", "buffer"], result: "i64" },
-  coop_write_beneath: {
-    parameters: ["buffer", "buffer", "buffer", "i64", "i32"],
-    result: "i64",
-  },
-  coop_drain: { parameters: ["i32", "i64"], result: "i64" },
-  coop_list_dir: { parameters: ["buffer", "buffer", "i64"], result: "i64" },
-  coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
-  coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
-  coop_relay_reply: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i32" },
-  coop_relay_dial: {
-    parameters: ["pointer", "u32", "buffer", "i32", "buffer", "i64", "buffer", "i64"],
-    result: "i32",
-  },
-  coop_relay_release: { parameters: ["pointer", "u32"], result: "i32" },
-  coop_relay_stop: { parameters: ["pointer"], result: "void" },
-  coop_relay_free: { parameters: ["pointer"], result: "void" },
-} as const;
-
-/** The trampoline's functions, as Deno.dlopen exposes them. */
-export type Trampoline = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+/** The trampoline's functions, the same under Deno and Node. */
+export type { Trampoline } from "./trampoline_symbols.ts";
 
 /** Indexes of coop_prestart's and coop_start's `params` array (`P_*` in ffi/spawn.c). */
 export const PARAM = { newNet: 0, outerUid: 1, outerGid: 2, wantStdin: 3, count: 4 } as const;
@@ -61,17 +33,22 @@ export const OUT = {
 } as const;
 
 const ROOT = new URL("../..", import.meta.url);
-const REBUILD = "run `deno task build:ffi` (needs gcc), or `./coop` which builds it for you";
+// Under Node the library belongs to the installed coop-sandbox package, which rebuilds it.
+const REBUILD = import.meta.url.endsWith(".js")
+  ? "run `npx coop-sandbox-build --force` in the project that installed coop-sandbox (needs gcc)"
+  : "run `deno task build:ffi` (needs gcc), or `./coop` which builds it for you";
 
 /** Where the library is looked for: `$COOP_SANDBOX_LIB`, else `build/` of this checkout. */
 export function libraryPath(): string {
-  return Deno.env.get("COOP_SANDBOX_LIB") ??
+  return process.env.COOP_SANDBOX_LIB ??
     fileURLToPath(new URL("build/libcoop_sandbox.so", ROOT));
 }
 
-/** SHA-256 (hex) of the library file: names this exact build, debug builds included. */
+/** SHA-256 (hex) of the library: names this exact build, debug builds included. */
 export async function libraryDigest(): Promise<string> {
-  return createHash("sha256").update(await Deno.readFile(libraryPath())).digest("hex");
+  const embedded = embeddedLibrary();
+  const bytes = embedded ? embedded.bytes : await readFile(libraryPath());
+  return createHash("sha256").update(bytes).digest("hex");
 }
 
 const encoder = new TextEncoder();
@@ -93,54 +70,82 @@ export function loadTrampoline(): Promise<Trampoline> {
 }
 
 async function open(): Promise<Trampoline> {
-  if (Deno.build.os !== "linux") {
+  if (process.platform !== "linux") {
     throw new SandboxUnavailableError(
-      `the Linux sandbox needs Linux; this is ${Deno.build.os}`,
+      `the Linux sandbox needs Linux; this is ${process.platform}`,
     );
   }
-  const path = libraryPath();
-  let library: Deno.DynamicLibrary<typeof SYMBOLS>;
-  try {
-    library = Deno.dlopen(path, SYMBOLS);
-  } catch (cause) {
-    throw new SandboxUnavailableError(
-      `cannot load the sandbox library ${path}: ${(cause as Error).message}; ${REBUILD}`,
-      { cause },
-    );
-  }
-  const pointer = library.symbols.coop_source_hash();
-  const built = pointer ? Deno.UnsafePointerView.getCString(pointer) : "";
-  const sourceDir = fileURLToPath(new URL("ffi", ROOT));
-  const haveSources = await Deno.stat(sourceDir).then(() => true, () => false);
-  if (haveSources) {
-    const expected = await hashSources(sourceDir);
-    if (built !== expected) {
-      library.close();
+  const embedded = embeddedLibrary();
+  let library: NativeLibrary<Trampoline>, path: string, expected: string, from: string;
+  if (embedded) {
+    // A compiled build: the bytes inside the executable, verified and sealed in a memfd; no
+    // file on disk is ever consulted, and a missing digest is an error, never a skip.
+    const sealed = await sealEmbeddedLibrary(embedded);
+    path = sealed.path;
+    try {
+      library = await openNativeLibrary<Trampoline>(path, TRAMPOLINE_SYMBOLS);
+    } catch (cause) {
       throw new SandboxUnavailableError(
-        `the sandbox library ${path} was built from other sources than ${sourceDir} ` +
-          `(library ${built.slice(0, 12) || "unknown"}, sources ${expected.slice(0, 12)}); ` +
-          REBUILD,
+        `cannot load the sandbox library embedded in this executable: ${(cause as Error).message}`,
+        { cause },
+      );
+    } finally {
+      sealed.close();
+    }
+    expected = embedded.sourceHash!;
+    from = "the source hash recorded when this executable was built";
+  } else {
+    path = libraryPath();
+    try {
+      library = await openNativeLibrary<Trampoline>(path, TRAMPOLINE_SYMBOLS);
+    } catch (cause) {
+      throw new SandboxUnavailableError(
+        `cannot load the sandbox library ${path}: ${(cause as Error).message}; ${REBUILD}`,
+        { cause },
       );
     }
+    const sourceDir = fileURLToPath(new URL("ffi", ROOT));
+    if (!await stat(sourceDir).then(() => true, () => false)) {
+      // Without the sources nothing ties the library to a reviewed build: refuse rather than
+      // run an unverified one (a compiled build carries its digests instead).
+      library.close();
+      throw new SandboxUnavailableError(
+        `cannot verify the sandbox library ${path}: its C sources ${sourceDir} are missing; ` +
+          "reinstall, or use a compiled build (`deno task compile`)",
+      );
+    }
+    expected = await hashSources(sourceDir);
+    from = `the sources in ${sourceDir}`;
   }
-  const layers = disabledLayersOf(library.symbols);
-  if (layers.length && Deno.env.get("COOP_ALLOW_DEBUG_LIBRARY") !== "1") {
+  const built = library.cString(library.symbols.coop_source_hash());
+  if (built !== expected) {
+    library.close();
+    throw new SandboxUnavailableError(
+      `the sandbox library ${path} was built from other sources than ${from} ` +
+        `(library ${built.slice(0, 12) || "unknown"}, sources ${expected.slice(0, 12)}); ` +
+        REBUILD,
+    );
+  }
+  const layers = disabledLayersOf(library);
+  if (layers.length && process.env.COOP_ALLOW_DEBUG_LIBRARY !== "1") {
     library.close();
     throw new SandboxUnavailableError(
       `the sandbox library ${path} is a debug build without ${layers.join(", ")}; ` +
         `it is only for tests (COOP_ALLOW_DEBUG_LIBRARY=1). ${REBUILD}`,
     );
   }
+  opened = library;
   return library.symbols;
 }
 
-function disabledLayersOf(symbols: Trampoline): string[] {
-  const pointer = symbols.coop_disabled_layers();
-  const list = pointer ? Deno.UnsafePointerView.getCString(pointer) : "";
-  return list.split(",").filter(Boolean);
+let opened: NativeLibrary<Trampoline> | undefined;
+
+function disabledLayersOf(library: NativeLibrary<Trampoline>): string[] {
+  return library.cString(library.symbols.coop_disabled_layers()).split(",").filter(Boolean);
 }
 
 /** Protections the loaded library was built without (empty for every release build). */
 export async function disabledLayers(): Promise<string[]> {
-  return disabledLayersOf(await loadTrampoline());
+  await loadTrampoline();
+  return disabledLayersOf(opened!);
 }

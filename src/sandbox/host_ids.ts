@@ -8,6 +8,7 @@
  * such an account: every daemon that drops to `nobody` runs as it.
  * @module
  */
+import { readFileSync } from "node:fs";
 import { SandboxError } from "./errors.ts";
 
 /**
@@ -54,9 +55,9 @@ export class SandboxHostIdError extends SandboxError {
 function records(path: string): string[][] {
   let text: string;
   try {
-    text = Deno.readTextFileSync(path);
+    text = readFileSync(path, "utf8");
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return [];
+    if ((error as { code?: string }).code === "ENOENT") return [];
     // Fail closed: an account file we cannot read may list the id.
     throw new SandboxHostIdError(
       `cannot read ${path} to check that the sandbox's host ids belong to no account: ` +

@@ -3,6 +3,7 @@
  * directories into it, and a few `/etc` entries. Read once per process.
  * @module
  */
+import { lstatSync, readlinkSync, type Stats } from "node:fs";
 
 /** One piece of the sandbox's root, derived from the host. */
 export type LayoutEntry =
@@ -20,9 +21,9 @@ const ETC_BINDS = [
   "/etc/mime.types",
 ];
 
-function lstat(path: string): Deno.FileInfo | undefined {
+function lstat(path: string): Stats | undefined {
   try {
-    return Deno.lstatSync(path);
+    return lstatSync(path);
   } catch {
     return undefined;
   }
@@ -37,16 +38,16 @@ export function hostLayout(): LayoutEntry[] {
   for (const path of TOP_LEVEL) {
     const info = lstat(path);
     if (!info) continue;
-    if (info.isSymlink) {
-      entries.push({ kind: "symlink", target: Deno.readLinkSync(path), inside: path });
-    } else if (info.isDirectory) entries.push({ kind: "bind", host: path, inside: path });
+    if (info.isSymbolicLink()) {
+      entries.push({ kind: "symlink", target: readlinkSync(path), inside: path });
+    } else if (info.isDirectory()) entries.push({ kind: "bind", host: path, inside: path });
   }
   for (const path of ETC_BINDS) {
     if (lstat(path)) entries.push({ kind: "bind", host: path, inside: path });
   }
   const localtime = lstat("/etc/localtime");
-  if (localtime?.isSymlink) {
-    const target = Deno.readLinkSync("/etc/localtime");
+  if (localtime?.isSymbolicLink()) {
+    const target = readlinkSync("/etc/localtime");
     // Only zone files under /usr resolve inside; anything else is left out.
     if (target.replace(/^(\.\.\/)+/, "/").startsWith("/usr/")) {
       entries.push({ kind: "symlink", target, inside: "/etc/localtime" });

@@ -37,11 +37,19 @@ export class OffLoopError extends Error {
   }
 }
 
+/** True when running as JavaScript compiled from these sources (the npm package, under Node). */
+const COMPILED = import.meta.url.endsWith(".js");
+
+/** `url` as the module this build has: the `.js` file beside a `.ts` name once compiled. */
+function moduleOf(url: URL): string {
+  return COMPILED ? url.href.replace(/\.ts$/, ".js") : url.href;
+}
+
 const slots: Slot[] = [];
 let nextId = 0;
 
 function startSlot(): Slot {
-  const worker = new Worker(new URL("./off_loop_worker.ts", import.meta.url));
+  const worker = new Worker(new URL(moduleOf(new URL("./off_loop_worker.ts", import.meta.url))));
   const slot: Slot = { worker, pending: new Map() };
   worker.on("message", (m: { id: number; ok: boolean; value?: unknown; error?: OffLoopError }) => {
     const job = slot.pending.get(m.id);
@@ -89,6 +97,6 @@ export function runOffLoop<T>(module: URL, name: string, args: unknown[]): Promi
   return new Promise<T>((resolve, reject) => {
     slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
     slot.worker.ref();
-    slot.worker.postMessage({ id, module: module.href, name, args });
+    slot.worker.postMessage({ id, module: moduleOf(module), name, args });
   });
 }

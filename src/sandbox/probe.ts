@@ -3,7 +3,13 @@
  * kernel flags suggest. `coop sandbox status` and the startup banner print this.
  * @module
  */
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { machine, tmpdir } from "node:os";
+import process from "node:process";
 import { SandboxError } from "./errors.ts";
+import { probeForeignBackend } from "./foreign_probe.ts";
+import { type HostPlatform, hostPlatform } from "./platform.ts";
 import { exec } from "./exec.ts";
 import { disabledLayers } from "./ffi.ts";
 import { BASE_ENV, HOST_ENV_ALLOWLIST } from "./environment.ts";
@@ -34,6 +40,19 @@ export interface ProbeReport {
   durationMs?: number;
   /** Protections the loaded library was built without (a debug build; empty normally). */
   disabledLayers?: string[];
+  /** The backend that ran the probe: `linux-namespaces`, `apple-container`, `sandbox-exec`, or `none`. */
+  backend?: string;
+  /** Something the owner may want to change about the backend choice (e.g. a stopped service). */
+  note?: string;
+}
+
+/** Options of {@link probe}. */
+export interface ProbeOptions {
+  /**
+   * The host as the backend choice sees it (tests drive the macOS backends with fakes).
+   * @ignore
+   */
+  platform?: HostPlatform;
 }
 
 // Prints key=value lines; $@ are host paths that must not exist inside.
@@ -75,7 +94,7 @@ function parse(stdout: string): Map<string, string> {
 
 function kernelRelease(): string {
   try {
-    return Deno.readTextFileSync("/proc/sys/kernel/osrelease").trim();
+    return readFileSync("/proc/sys/kernel/osrelease", "utf8").trim();
   } catch {
     return "unknown";
   }
@@ -129,7 +148,7 @@ async function limitsCheck(workspace: string): Promise<ProbeCheck> {
 
 /** Host paths a sandbox must never see: the invoker's home and the usual secrets. */
 export function hostSecretPaths(): string[] {
-  const home = Deno.env.get("HOME");
+  const home = process.env.HOME;
   const paths = ["/root", "/etc/shadow", "/home", "/var/lib"];
   if (home && home !== "/") paths.push(home);
   return [...new Set(paths)];
@@ -144,14 +163,16 @@ export function hostSecretPaths(): string[] {
  * for (const c of report.checks) console.log(c.ok ? "✓" : "✗", c.label, c.evidence);
  * ```
  */
-export async function probe(): Promise<ProbeReport> {
+export async function probe(options: ProbeOptions = {}): Promise<ProbeReport> {
+  const host = options.platform ?? hostPlatform();
+  if (host.os !== "linux") return probeForeignBackend(host);
   const platform = {
-    os: Deno.build.os,
-    arch: Deno.build.arch,
+    os: process.platform as string,
+    arch: machine(),
     kernel: kernelRelease(),
-    uid: Deno.uid() ?? -1,
+    uid: process.getuid?.() ?? -1,
   };
-  const workspace = await Deno.makeTempDir({ prefix: "coop-probe-" });
+  const workspace = await mkdtemp(`${tmpdir()}/coop-probe-`);
   try {
     const result = await exec({ workspace }, [
       "sh",
@@ -263,11 +284,12 @@ export async function probe(): Promise<ProbeReport> {
       checks,
       durationMs: result.durationMs,
       disabledLayers: await disabledLayers(),
+      backend: "linux-namespaces",
     };
   } catch (error) {
     const message = error instanceof SandboxError ? error.message : String(error);
-    return { available: false, error: message, platform, checks: [] };
+    return { available: false, error: message, platform, checks: [], backend: "linux-namespaces" };
   } finally {
-    await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    await rm(workspace, { recursive: true, force: true }).catch(() => {});
   }
 }

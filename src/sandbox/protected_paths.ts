@@ -12,7 +12,7 @@
  * more than a whole small lookup, hence the split.
  * @module
  */
-import { existsSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { SandboxUnavailableError, SandboxWorkspaceError } from "./errors.ts";
 import { cString, loadTrampoline } from "./ffi.ts";
 import { runOffLoop } from "./off_loop.ts";
@@ -97,9 +97,13 @@ export function protectedPathsTask(
   maxEntries: number,
 ): ProtectedPathsResult {
   if (names.length === 0) return { paths: [] };
-  let entries: Deno.DirEntry[];
+  let entries: TopEntry[];
   try {
-    entries = [...Deno.readDirSync(workspace)];
+    entries = readdirSync(workspace, { withFileTypes: true }).map((entry) => ({
+      name: entry.name,
+      isSymlink: entry.isSymbolicLink(),
+      isDirectory: entry.isDirectory(),
+    }));
   } catch {
     return { paths: [] }; // unreadable or gone: setup reports a missing workspace itself
   }
@@ -159,8 +163,8 @@ async function smallTop(workspace: string): Promise<TopEntry[] | null> {
     }
     // Some file systems do not say; ask (a name that vanished meanwhile is left out).
     try {
-      const info = Deno.lstatSync(`${workspace}/${name}`);
-      entries.push({ name, isSymlink: info.isSymlink, isDirectory: info.isDirectory });
+      const info = lstatSync(`${workspace}/${name}`);
+      entries.push({ name, isSymlink: info.isSymbolicLink(), isDirectory: info.isDirectory() });
     } catch {
       // gone
     }
@@ -173,7 +177,7 @@ function isPlainEntry(path: string): boolean {
   // failed `lstatSync` in about 14 (it builds an exception).
   if (!existsSync(path)) return false;
   try {
-    return !Deno.lstatSync(path).isSymlink;
+    return !lstatSync(path).isSymbolicLink();
   } catch {
     return false;
   }

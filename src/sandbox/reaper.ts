@@ -1,9 +1,10 @@
 /**
  * Reaps sandbox inits without stealing anyone else's children: a SIGCHLD listener, then
  * `wait4(pid, WNOHANG)` for each pid we started — never `waitpid(-1)`, which would take
- * `Deno.Command`'s children too.
+ * `Deno.Command`'s or `child_process`'s children too.
  * @module
  */
+import process from "node:process";
 import type { Trampoline } from "./ffi.ts";
 
 /**
@@ -18,8 +19,12 @@ export interface SandboxCpuTime {
   userMs: number;
   /** Time in the kernel on the sandbox's behalf. */
   systemMs: number;
-  /** How it was measured: `rusage` (the init's, as above). */
-  measuredBy: "rusage";
+  /**
+   * How it was measured: `rusage` (the init's, as above), or `wall-clock` where the backend
+   * cannot measure CPU time (macOS: `sandbox-exec`, apple/container), which reports the
+   * command's elapsed time as user time instead — an upper bound for one CPU, never less.
+   */
+  measuredBy: "rusage" | "wall-clock";
 }
 
 /** A reaped child: its raw wait status and the CPU time its whole process tree used. */
@@ -67,7 +72,7 @@ export function waitForExit(trampoline: Trampoline, pid: number): Promise<Reaped
   // Registered once and kept: re-registering per sandbox costs more than it saves, and a
   // signal listener does not keep the process alive.
   if (!listening) {
-    Deno.addSignalListener("SIGCHLD", poll);
+    process.on("SIGCHLD", poll);
     listening = true;
   }
   keepAlive ??= setInterval(poll, FALLBACK_POLL_MS);

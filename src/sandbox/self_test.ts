@@ -5,6 +5,15 @@
  * `coop sandbox test` prints it; the gateway refuses to sandbox-execute when it fails.
  * @module
  */
+import { spawn as spawnHost } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { lstatSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
 import { exec } from "./exec.ts";
 import { SandboxError } from "./errors.ts";
 import { libraryDigest } from "./ffi.ts";
@@ -37,8 +46,8 @@ export interface SelfTestResult {
 
 /** Coop's per-user state directory: `$XDG_STATE_HOME/coop`, default `~/.local/state/coop`. */
 export function coopStateDir(): string {
-  const base = Deno.env.get("XDG_STATE_HOME") ||
-    `${Deno.env.get("HOME") ?? "/tmp"}/.local/state`;
+  const base = process.env.XDG_STATE_HOME ||
+    `${process.env.HOME ?? "/tmp"}/.local/state`;
   return `${base}/coop`;
 }
 
@@ -63,7 +72,7 @@ function resultFile(library: string): string {
 export async function lastSelfTest(): Promise<SelfTestResult | undefined> {
   try {
     const library = await libraryDigest();
-    const result: SelfTestResult = JSON.parse(await Deno.readTextFile(resultFile(library)));
+    const result: SelfTestResult = JSON.parse(await readFile(resultFile(library), "utf8"));
     return result.library === library ? result : undefined;
   } catch {
     return undefined;
@@ -94,14 +103,14 @@ echo "FDS=$(ls -l /proc/self/fd | grep -v ' -> /proc/[0-9]*/fd$' | sed -n 's/.* 
 /** The set-id bits of a host file (0 when none), or undefined when it does not exist. */
 function setIdBits(path: string): number | undefined {
   try {
-    return (Deno.lstatSync(path).mode ?? 0) & 0o6000;
+    return lstatSync(path).mode & 0o6000;
   } catch {
     return undefined;
   }
 }
 
 function token(): string {
-  return `coop-canary-${crypto.randomUUID()}`;
+  return `coop-canary-${randomUUID()}`;
 }
 
 /**
@@ -115,31 +124,33 @@ function token(): string {
  */
 export async function selfTest(): Promise<SelfTestResult> {
   const homeToken = token(), stateToken = token(), envToken = token();
-  const home = Deno.env.get("HOME") ?? "/tmp";
+  const home = process.env.HOME ?? "/tmp";
   const stateDir = coopStateDir();
-  await Deno.mkdir(stateDir, { recursive: true, mode: 0o700 });
-  const homeCanary = `${home}/.coop-selftest-${crypto.randomUUID()}`;
-  const stateCanary = `${stateDir}/selftest-canary-${crypto.randomUUID()}`;
-  const workspace = await Deno.makeTempDir({ prefix: "coop-selftest-" });
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const homeCanary = `${home}/.coop-selftest-${randomUUID()}`;
+  const stateCanary = `${stateDir}/selftest-canary-${randomUUID()}`;
+  const workspace = await mkdtemp(join(tmpdir(), "coop-selftest-"));
   let connections = 0;
-  const accepting = (async () => {
-    for await (const conn of listener) {
-      connections++;
-      conn.close();
-    }
-  })().catch(() => {});
-  const hostProcess = new Deno.Command("sleep", { args: ["300"], stdout: "null", stderr: "null" })
-    .spawn();
+  const listener = createServer((conn) => {
+    connections++;
+    conn.destroy();
+  });
+  await new Promise<void>((listening) => listener.listen(0, "127.0.0.1", listening));
+  const child = spawnHost("sleep", ["300"], { stdio: "ignore" });
+  const hostProcess = {
+    pid: child.pid,
+    status: new Promise<void>((exited) => child.once("exit", () => exited())),
+    kill: (signal: "SIGKILL") => child.kill(signal),
+  };
   const envName = "COOP_SELFTEST_SECRET";
-  const previous = Deno.env.get(envName);
+  const previous = process.env[envName];
   const checks: SelfTestCheck[] = [];
   let error: string | undefined;
   try {
-    await Deno.writeTextFile(homeCanary, homeToken, { mode: 0o600 });
-    await Deno.writeTextFile(stateCanary, stateToken, { mode: 0o600 });
-    Deno.env.set(envName, envToken);
-    const port = (listener.addr as Deno.NetAddr).port;
+    await writeFile(homeCanary, homeToken, { mode: 0o600 });
+    await writeFile(stateCanary, stateToken, { mode: 0o600 });
+    process.env[envName] = envToken;
+    const port = (listener.address() as AddressInfo).port;
     const r = await exec(
       { workspace },
       [
@@ -224,10 +235,9 @@ export async function selfTest(): Promise<SelfTestResult> {
   } catch (cause) {
     error = cause instanceof SandboxError ? cause.message : String(cause);
   } finally {
-    if (previous === undefined) Deno.env.delete(envName);
-    else Deno.env.set(envName, previous);
-    listener.close();
-    await accepting;
+    if (previous === undefined) delete process.env[envName];
+    else process.env[envName] = previous;
+    await new Promise((closed) => listener.close(closed));
     try {
       hostProcess.kill("SIGKILL");
     } catch {
@@ -235,9 +245,9 @@ export async function selfTest(): Promise<SelfTestResult> {
     }
     await hostProcess.status;
     for (const path of [homeCanary, stateCanary, `${home}/coop-selftest-write`]) {
-      await Deno.remove(path).catch(() => {});
+      await rm(path, { force: true }).catch(() => {});
     }
-    await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    await rm(workspace, { recursive: true, force: true }).catch(() => {});
   }
   const library = await libraryDigest().catch(() => undefined);
   const result: SelfTestResult = {
@@ -248,7 +258,7 @@ export async function selfTest(): Promise<SelfTestResult> {
     ...(library ? { library } : {}),
   };
   if (library) {
-    await Deno.writeTextFile(resultFile(library), JSON.stringify(result, null, 2) + "\n")
+    await writeFile(resultFile(library), JSON.stringify(result, null, 2) + "\n")
       .catch(() => {});
   }
   return result;

@@ -6,6 +6,8 @@
  * @module
  */
 import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
 
 const SOURCE_PATTERN = /\.(c|h|S)$/;
 
@@ -13,10 +15,11 @@ const SOURCE_PATTERN = /\.(c|h|S)$/;
 export async function listSources(ffiDir: string): Promise<string[]> {
   const found: string[] = [];
   async function walk(rel: string): Promise<void> {
-    for await (const entry of Deno.readDir(rel ? `${ffiDir}/${rel}` : ffiDir)) {
+    const entries = await readdir(rel ? `${ffiDir}/${rel}` : ffiDir, { withFileTypes: true });
+    for (const entry of entries) {
       const path = rel ? `${rel}/${entry.name}` : entry.name;
-      if (entry.isDirectory) await walk(path);
-      else if (entry.isFile && SOURCE_PATTERN.test(entry.name)) found.push(path);
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.isFile() && SOURCE_PATTERN.test(entry.name)) found.push(path);
     }
   }
   await walk("");
@@ -30,10 +33,9 @@ export async function hashSources(ffiDir: string): Promise<string> {
   for (const rel of await listSources(ffiDir)) {
     parts.push(
       encoder.encode(`${rel}\0`),
-      await Deno.readFile(`${ffiDir}/${rel}`),
+      await readFile(`${ffiDir}/${rel}`),
       new Uint8Array([0]),
     );
   }
-  const digest = await crypto.subtle.digest("SHA-256", Buffer.concat(parts));
-  return Buffer.from(digest).toString("hex");
+  return createHash("sha256").update(Buffer.concat(parts)).digest("hex");
 }

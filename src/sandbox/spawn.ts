@@ -7,7 +7,9 @@
  * namespace, so nothing the command started survives it.
  * @module
  */
+import { realpathSync } from "node:fs";
 import net from "node:net";
+import process from "node:process";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import { CgroupV1Sandbox } from "./cgroup_v1.ts";
@@ -26,7 +28,7 @@ import { setupFailure } from "./setup_failure.ts";
 import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/policy_proxy.ts";
 import type { Resolver } from "./proxy/proxy_decision.ts";
 import { buildSpec } from "./spec.ts";
-import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
+import { decodeWaitStatus, type SignalName, signalNumber } from "./wait_status.ts";
 
 export type { SandboxCpuTime };
 
@@ -57,7 +59,9 @@ export interface SpawnOptions {
 
 /** See `SpawnOptions.proxy`: for tests only. */
 export interface ProxyTestHooks {
+  /** Resolves names instead of the host's DNS. */
   resolve?: Resolver;
+  /** Lets the proxy dial loopback and private addresses (a loopback test server). */
   allowPrivateAddresses?: boolean;
 }
 
@@ -104,10 +108,13 @@ export interface SandboxProcess {
    */
   readonly status: Promise<SandboxStatus>;
   /** Signals the command (forwarded by the init); `SIGKILL` ends the whole sandbox. */
-  kill(signal?: Deno.Signal): void;
+  kill(signal?: SignalName): void;
   /** The pipe fds behind stdout/stderr (owned by those sockets), for exec()'s drain. */
   readonly fds: { stdout: number; stderr: number };
-  /** The trampoline the process was started with. */
+  /**
+   * The trampoline the process was started with (exec()'s drain).
+   * @ignore
+   */
   readonly lib: Trampoline;
   /** The resource limits applied, and by which path. */
   readonly limits: AppliedLimits;
@@ -117,7 +124,7 @@ function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: 
   // Root is never root inside: kuid 0 could write /proc/sys and more without Landlock. Nor is
   // it an id a host account has, which could signal the sandbox (ATTACKS P15). The workspace
   // is then idmapped so that files still belong to the invoker (ffi/spawn.c).
-  const uid = Deno.uid() ?? 0, gid = Deno.gid() ?? 0;
+  const uid = process.getuid?.() ?? 0, gid = process.getgid?.() ?? 0;
   if (uid === 0) {
     assertHostIdsFree(policy.sandboxUid, policy.sandboxGid);
     return { uid: policy.sandboxUid, gid: policy.sandboxGid, idmapped: true };
@@ -182,7 +189,7 @@ function realPathOrAsIs(path: string): string {
   // Sync on purpose: async file calls run on Deno's blocking thread pool, which grows and
   // lingers (tests/sandbox/lifecycle_test.ts counts threads); this is a few cached lookups.
   try {
-    return Deno.realPathSync(path);
+    return realpathSync(path);
   } catch {
     return path;
   }
@@ -257,7 +264,7 @@ function startProxy(
     allowPrivateAddresses: options.proxy?.allowPrivateAddresses,
     neverDial: policy.proxyNeverDial,
     maxConnections: policy.proxyMaxConnections,
-    socketOwner: (Deno.uid() ?? 0) === 0 ? ids : undefined,
+    socketOwner: (process.getuid?.() ?? 0) === 0 ? ids : undefined,
     onDenied: (denial) =>
       log.warn("sandbox.proxy_denied {command}: {host}:{port} {reason}", {
         command: argv[0],
@@ -340,7 +347,7 @@ function track(
     stdout,
     stderr,
     status,
-    kill(signal: Deno.Signal = "SIGKILL") {
+    kill(signal: SignalName = "SIGKILL") {
       if (signal === "SIGKILL") end();
       else if (alive) lib.coop_kill(pidfd, signalNumber(signal));
     },

@@ -3,6 +3,7 @@
  * NUL-terminated strings, nothing the C side has to interpret beyond that.
  * @module
  */
+import { readFileSync } from "node:fs";
 import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxPolicyError } from "./errors.ts";
 import { hostLayout } from "./host_layout.ts";
@@ -61,7 +62,7 @@ function hostsFile(hostname: string): string {
 function resolvConf(policy: SandboxPolicy): string {
   if (policy.network !== "host") return "# no network in this sandbox\n";
   try {
-    return Deno.readTextFileSync("/etc/resolv.conf");
+    return readFileSync("/etc/resolv.conf", "utf8");
   } catch {
     return "";
   }

@@ -4,6 +4,9 @@
  */
 import { constants } from "node:os";
 
+/** A signal's name, e.g. `SIGTERM` (the names `node:os` lists for this platform). */
+export type SignalName = `SIG${string}`;
+
 /** Signal numbers by name on this platform, e.g. `SIGUSR1` → 10. */
 const SIGNALS = constants.signals as Readonly<Record<string, number>>;
 

@@ -6,7 +6,7 @@
 
 /** Migration 3: `channel_inbox` and `channel_cursors`. */
 export const CHANNEL_INBOX_MIGRATION = {
-  version: 3,
+  version: 5,
   description: "messenger inbox and cursors",
   sql: `
     CREATE TABLE channel_inbox (

@@ -133,8 +133,7 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE group_name IS NOT NULL;
     `,
   },
-  // The channels' inbox was step 3 on its branch; main's memory and budgets came first.
-  { ...CHANNEL_INBOX_MIGRATION, version: 5 },
+  CHANNEL_INBOX_MIGRATION,
   {
     version: 6,
     description: "pairing requests and paired people",

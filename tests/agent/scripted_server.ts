@@ -25,6 +25,9 @@ export interface ScriptedReply {
   silent?: boolean;
 }
 
+/** A reply, or a function making it from the request (to echo what a tool returned). */
+export type ScriptStep = ScriptedReply | ((request: RecordedRequest) => ScriptedReply);
+
 /** A running scripted server. */
 export interface ScriptedServer {
   /** `http://127.0.0.1:<port>`. */
@@ -77,7 +80,7 @@ export function errorReply(
 
 /** Runs `fn` with a server answering with `script` in order (a 599 when it runs out). */
 export async function withScriptedServer(
-  script: readonly ScriptedReply[],
+  script: readonly ScriptStep[],
   fn: (server: ScriptedServer) => Promise<void>,
 ): Promise<void> {
   const requests: RecordedRequest[] = [];
@@ -94,7 +97,8 @@ export async function withScriptedServer(
         headers: request.headers,
         body: text ? JSON.parse(text) : {},
       });
-      const reply = script[requests.length - 1] ?? { status: 599, chunks: ["script exhausted"] };
+      const step = script[requests.length - 1] ?? { status: 599, chunks: ["script exhausted"] };
+      const reply = typeof step === "function" ? step(requests[requests.length - 1]) : step;
       if (reply.silent) {
         await new Promise<void>((resolve) => pending.add(resolve));
         return new Response(null, { status: 599 });

@@ -50,7 +50,10 @@ Deno.test("coop start: with no HTTP channel and no cron jobs there is nothing to
   await withConfig(BASE, async (file) => {
     const r = await coop(["start", "--config", file]);
     assertEquals(r.code, 1);
-    assertMatch(r.stderr, /nothing to run in .*enable \[channels\.http\] or add \[\[cron\]\]/);
+    assertMatch(
+      r.stderr,
+      /nothing to run in .*enable \[channels\.http\], \[channels\.telegram\] or \[channels\.signal\], or add \[\[cron\]\]/,
+    );
   });
 });
 

@@ -23,6 +23,7 @@ Deno.test("mod.ts exports exactly the curated runtime values", () => {
     "probe",
     "resolvePolicy",
     "selfTest",
+    "spawn",
   ]);
 });
 

@@ -103,10 +103,14 @@ export class TelegramBotApi {
       );
     }
     if (error instanceof HttpError) {
-      // The wrapped error: fetch's (its message quotes the URL) or a body that was not JSON.
+      // The wrapped error: fetch's (its message quotes the URL) or a body that was not JSON —
+      // what a proxy in front of the Bot API answers when it is down (an HTML 502 page).
+      const reason = error.error instanceof SyntaxError
+        ? "the answer was not JSON (the Bot API or a proxy before it is failing)"
+        : errorMessage(error.error);
       return new ChannelDeliveryError(
         "telegram.unreachable",
-        clean(`Telegram ${method}: ${errorMessage(error.error)}`),
+        clean(`Telegram ${method}: ${reason}`),
         { retryable: true },
       );
     }

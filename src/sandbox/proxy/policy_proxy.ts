@@ -25,6 +25,8 @@ import {
 import { errnoText } from "../errno.ts";
 import { sameSecret } from "../secret_compare.ts";
 import { randomBytes } from "node:crypto";
+import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { listenRelay, type RelayConnection } from "./native_relay.ts";
 
 /** One request the proxy refused by policy. */
@@ -41,7 +43,7 @@ export interface ProxyDenial {
 export interface PolicyProxyOptions {
   /** `HOST[:PORT]` entries (see allowlist.ts). */
   allowDomains: readonly string[];
-  /** Name resolution; default: the host's resolver (`Deno.resolveDns`, A and AAAA). */
+  /** Name resolution; default: the host's resolver (DNS A and AAAA records, `node:dns`). */
   resolve?: Resolver;
   /**
    * Dial loopback, private, link-local and other non-public addresses too. For tests that
@@ -168,7 +170,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
   };
   const maxConnections = options.maxConnections ?? DEFAULT_PROXY_MAX_CONNECTIONS;
   const token = randomToken();
-  const dir = await Deno.makeTempDir({ prefix: "coop-proxy-" });
+  const dir = await mkdtemp(`${tmpdir()}/coop-proxy-`);
   const socketPath = `${dir}/proxy.sock`;
   const denials: ProxyDenial[] = [];
   const handlers = new Set<Promise<void>>();
@@ -246,7 +248,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
   const release = async () => {
     await relay?.close();
     await Promise.allSettled([...handlers]);
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
   };
   try {
     relay = await listenRelay(socketPath, {
@@ -261,10 +263,10 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
       onRefused: (total) => total === 1 && options.onCapReached?.(maxConnections),
     });
     if (options.socketOwner) {
-      await Deno.chown(dir, options.socketOwner.uid, options.socketOwner.gid);
-      await Deno.chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
+      await chown(dir, options.socketOwner.uid, options.socketOwner.gid);
+      await chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
     }
-    await Deno.chmod(socketPath, 0o600);
+    await chmod(socketPath, 0o600);
   } catch (error) {
     await release(); // no relay thread, socket or directory outlives a failed start
     throw error;

@@ -4,6 +4,7 @@
  * is never resolved; an IP-literal entry is the owner's consent to that address.
  * @module
  */
+import { Resolver as DnsResolver } from "node:dns/promises";
 import { decideAddress, type HostNetwork, type SocketAddress } from "./address_policy.ts";
 import { type Allowlist, canonicalAddress, isIpLiteral, normalizeHost } from "./allowlist.ts";
 import { hostNetwork } from "./host_network.ts";
@@ -15,10 +16,10 @@ const RESOLVE_TIMEOUT_MS = 5_000;
 
 /** The default resolver: the host's DNS, A and AAAA records. */
 export async function systemResolver(name: string): Promise<string[]> {
-  const signal = AbortSignal.timeout(RESOLVE_TIMEOUT_MS);
+  const dns = new DnsResolver({ timeout: RESOLVE_TIMEOUT_MS, tries: 1 });
   const [a, aaaa] = await Promise.all([
-    Deno.resolveDns(name, "A", { signal }).catch(() => [] as string[]),
-    Deno.resolveDns(name, "AAAA", { signal }).catch(() => [] as string[]),
+    dns.resolve4(name).catch(() => [] as string[]),
+    dns.resolve6(name).catch(() => [] as string[]),
   ]);
   return [...a, ...aaaa];
 }

@@ -15,6 +15,8 @@ import { SANDBOX_TESTS } from "../harness.ts";
 
 const DIRECTORIES = 800_000;
 const MAX_LAG_MS = 50;
+/** A control lateness below this: the machine is quiet enough for lateness to mean a stall. */
+const QUIET_LAG_MS = 15;
 
 /**
  * The event loop's thread's scheduler counters in milliseconds — time on a CPU, time runnable but
@@ -124,7 +126,18 @@ Deno.test({
         `long with nothing running ${idle.lag.toFixed(1)} ms`;
       // Listing 800,000 directories on the loop would keep its thread busy for seconds at once.
       if (busy !== null) ok(busy < MAX_LAG_MS, `the event loop's thread was busy: ${measured}`);
-      ok(lag < MAX_LAG_MS + idle.lag, `the event loop was late: ${measured}`);
+      // Lateness also catches a loop blocked in a system call, but says something only where
+      // the machine's own load leaves a timer nearly on time — the control tells. On a runner
+      // overloaded by other work (load 20 on 2 CPUs here) the loop's CPU time above decides.
+      if (busy === null || idle.lag < QUIET_LAG_MS) {
+        ok(lag < MAX_LAG_MS + idle.lag, `the event loop was late: ${measured}`);
+      } else {
+        console.log(
+          `R12: lateness not judged: the machine alone makes the timer ${
+            idle.lag.toFixed(1)
+          } ms late (quiet is < ${QUIET_LAG_MS} ms); judged by the loop thread's CPU time`,
+        );
+      }
       console.log(
         `R12: made ${DIRECTORIES} directories in ${(makeMs / 1000).toFixed(1)} s; ${measured}`,
       );

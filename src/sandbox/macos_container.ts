@@ -1,0 +1,194 @@
+/**
+ * The apple/container backend (macOS): one long-lived Linux VM per workspace — i.e. per user,
+ * who each have their own — started with `container run -d` (memory and CPUs from the policy,
+ * the workspace at /work, no DNS), then one `container exec` per command as an unprivileged
+ * uid, since a VM per command costs 0.2–0.9 s. With network "none" the VM's default route is
+ * removed as root at start; the commands' uid cannot put it back. A timeout kills the VM (the
+ * next command starts a fresh one): nothing the command started survives it.
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { realpathSync } from "node:fs";
+import { runCli, toolEnv } from "./cli_process.ts";
+import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
+import { SandboxLimitError, SandboxPolicyError, SandboxUnavailableError } from "./errors.ts";
+import type { ExecOptions, ExecResult } from "./exec.ts";
+import { execResultOf } from "./foreign_result.ts";
+import type { AppliedLimits } from "./limits.ts";
+import type { SandboxPolicy } from "./policy.ts";
+
+/** The image the VM boots (a small Linux with a shell); its tools are what commands get. */
+export const CONTAINER_IMAGE = "docker.io/library/alpine:3.20";
+/** The uid:gid commands run as inside the VM (not root: it cannot restore the route). */
+export const CONTAINER_USER = "1000:1000";
+/** VM memory when the policy sets none (apple/container's own default is 1 GiB). */
+const DEFAULT_MEMORY_MIB = 1024;
+
+/** The VM's name for `workspace`: stable, so every command of one user finds the same VM. */
+export function containerName(workspace: string): string {
+  return `coop-${createHash("sha256").update(workspace).digest("hex").slice(0, 16)}`;
+}
+
+/** `container run` arguments that start the long-lived VM for `policy`. */
+export function containerRunArgs(policy: SandboxPolicy, workspace: string, name: string): string[] {
+  const memoryMib = policy.memoryBytes
+    ? Math.ceil(policy.memoryBytes / (1 << 20))
+    : DEFAULT_MEMORY_MIB;
+  return [
+    "run",
+    "--detach",
+    "--name",
+    name,
+    "--label",
+    "coop.sandbox=1",
+    "--memory",
+    `${memoryMib}M`,
+    "--cpus",
+    String(Math.max(1, Math.ceil(policy.cpus ?? 1))),
+    "--volume",
+    `${workspace}:${WORKSPACE_MOUNT}`,
+    "--workdir",
+    WORKSPACE_MOUNT,
+    "--no-dns",
+    CONTAINER_IMAGE,
+    "sleep",
+    "infinity",
+  ];
+}
+
+/** Removes the VM's default route (network "none"), as root, once at start. */
+export function containerNoNetworkArgs(name: string): string[] {
+  return [
+    "exec",
+    "--user",
+    "0:0",
+    name,
+    "sh",
+    "-c",
+    "ip route del default 2>/dev/null; ! ip route show default | grep -q .",
+  ];
+}
+
+/** `container exec` arguments for one command. */
+export function containerExecArgs(
+  name: string,
+  env: readonly string[],
+  argv: readonly string[],
+  interactive: boolean,
+): string[] {
+  return [
+    "exec",
+    ...(interactive ? ["--interactive"] : []),
+    "--user",
+    CONTAINER_USER,
+    "--workdir",
+    WORKSPACE_MOUNT,
+    ...env.flatMap((entry) => ["--env", entry]),
+    name,
+    ...argv,
+  ];
+}
+
+/** What the VM enforces of the policy's limits; a pids or CPU-time limit it cannot is refused. */
+export function containerLimits(policy: SandboxPolicy): AppliedLimits {
+  const unenforceable = [
+    policy.pidsLimit !== undefined && "pidsLimit",
+    policy.cpuTimeSeconds !== undefined && "cpuTimeSeconds",
+  ].filter(Boolean);
+  if (unenforceable.length) {
+    throw new SandboxLimitError(
+      `${unenforceable.join(", ")}: the apple/container backend cannot enforce them yet ` +
+        "(its VM bounds memory and CPUs only); remove them from the policy",
+    );
+  }
+  return {
+    path: "rlimit",
+    fileSizeBytes: policy.fileSizeBytes,
+    openFiles: policy.openFiles,
+    coreDumps: false,
+    reason: `apple/container: the VM bounds memory (${
+      policy.memoryBytes
+        ? `${Math.ceil(policy.memoryBytes / (1 << 20))} MiB`
+        : `${DEFAULT_MEMORY_MIB} MiB default`
+    }) and CPUs (${Math.max(1, Math.ceil(policy.cpus ?? 1))}) for all of the user's commands`,
+  };
+}
+
+function firstLine(text: string): string {
+  return text.trim().split("\n")[0] || "no output";
+}
+
+/** Starts the VM unless it runs; throws SandboxUnavailableError naming why it did not start. */
+async function ensureVm(cli: string, policy: SandboxPolicy, workspace: string, name: string) {
+  const inspect = await runCli(cli, ["inspect", name], { env: toolEnv(), timeoutMs: 15_000 });
+  let state: string | undefined;
+  try {
+    state = inspect.exitCode === 0 ? JSON.parse(inspect.stdout)?.[0]?.status : undefined;
+  } catch {
+    state = undefined;
+  }
+  if (state === "running") return;
+  if (state !== undefined) {
+    await runCli(cli, ["delete", "--force", name], { env: toolEnv(), timeoutMs: 30_000 });
+  }
+  const run = await runCli(cli, containerRunArgs(policy, workspace, name), {
+    env: toolEnv(),
+    timeoutMs: 120_000,
+  });
+  if (run.exitCode !== 0) {
+    throw new SandboxUnavailableError(
+      `the apple/container VM ${name} did not start (\`container run\` exit ${run.exitCode}: ` +
+        `${firstLine(run.stderr || run.stdout)}); check \`container system status\``,
+    );
+  }
+  if (policy.network === "none") {
+    const cut = await runCli(cli, containerNoNetworkArgs(name), {
+      env: toolEnv(),
+      timeoutMs: 30_000,
+    });
+    if (cut.exitCode !== 0) {
+      await runCli(cli, ["delete", "--force", name], { env: toolEnv(), timeoutMs: 30_000 });
+      throw new SandboxUnavailableError(
+        `the apple/container VM ${name} kept its network (removing the default route failed: ` +
+          `${firstLine(cut.stderr || cut.stdout)}); refusing to run commands in it`,
+      );
+    }
+  }
+}
+
+/** Runs `argv` with `container exec` in the user's long-lived VM. */
+export async function execWithContainer(
+  cli: string,
+  policy: SandboxPolicy,
+  argv: readonly string[],
+  options: ExecOptions & { timeoutMs: number },
+): Promise<ExecResult> {
+  if (policy.network !== "none") {
+    throw new SandboxUnavailableError(
+      `network "${policy.network}" is not available with the apple/container backend yet ` +
+        '(only "none"); the policy proxy needs the Linux relay',
+    );
+  }
+  const limits = containerLimits(policy);
+  let workspace: string;
+  try {
+    workspace = realpathSync(policy.workspace);
+  } catch {
+    throw new SandboxPolicyError(`workspace: ${policy.workspace} does not exist`);
+  }
+  const name = containerName(workspace);
+  await ensureVm(cli, policy, workspace, name);
+  const env = buildEnvironment(policy, options.env);
+  const run = await runCli(cli, containerExecArgs(name, env, argv, options.stdin !== undefined), {
+    env: toolEnv(),
+    stdin: options.stdin,
+    timeoutMs: options.timeoutMs,
+    maxOutputBytes: options.maxOutputBytes,
+    signal: options.signal,
+  });
+  if (run.timedOut || options.signal?.aborted) {
+    // Killing the client does not stop the command inside: stop the VM itself.
+    await runCli(cli, ["kill", name], { env: toolEnv(), timeoutMs: 30_000 });
+  }
+  return execResultOf(run, limits);
+}

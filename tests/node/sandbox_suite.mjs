@@ -1,0 +1,198 @@
+// The sandbox library under Node: a representative subset of the sandbox integration suite,
+// one test per layer, run with `node --test` against the installed coop-sandbox package (by
+// tests/node/node_package_test.ts, as root and as an unprivileged user). Each test names the
+// Deno test it mirrors. Plain JavaScript: Node 20 runs no TypeScript.
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { createServer as createTcpServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { test } from "node:test";
+import { exec, probe, selfTest, spawn } from "coop-sandbox";
+
+async function inWorkspace(fn) {
+  const workspace = mkdtempSync(join(tmpdir(), "coop-node-ws-"));
+  try {
+    return await fn(workspace);
+  } finally {
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+const sh = (workspace, script, policy = {}, options = {}) =>
+  exec({ workspace, ...policy }, ["sh", "-c", script], { timeoutMs: 20_000, ...options });
+
+// tests/sandbox/isolation_test.ts, attacks/uid_test.ts, attacks/process_test.ts
+test("namespaces: root inside maps to the invoker or an unprivileged id; pid 1 is the init", () =>
+  inWorkspace(async (workspace) => {
+    const r = await sh(
+      workspace,
+      "id -u; cat /proc/1/comm; ls -d /proc/[0-9]* | wc -l; cat /proc/self/uid_map",
+    );
+    assert.equal(r.exitCode, 0, r.stderr);
+    const [uid, init, procs, map] = r.stdout.trim().split("\n");
+    assert.equal(uid, "0");
+    assert.equal(init, "coop-init");
+    assert.ok(Number(procs) <= 4, `the host's processes are visible: ${procs} pids`);
+    const outer = Number(map.trim().split(/\s+/)[1]);
+    const invoker = process.getuid();
+    assert.ok(
+      invoker === 0 ? outer !== 0 : outer === invoker,
+      `sandbox root is host uid ${outer} (invoker ${invoker})`,
+    );
+  }));
+
+// attacks/filesystem_test.ts, isolation_test.ts (workspace, read-only /usr, host secrets)
+test("mounts: /usr is read-only, the host's home is absent, the workspace is read-write", () =>
+  inWorkspace(async (workspace) => {
+    const canary = join(process.env.HOME ?? "/root", `.coop-node-canary-${process.pid}`);
+    writeFileSync(canary, "secret", { mode: 0o600 });
+    try {
+      const r = await sh(
+        workspace,
+        `touch /usr/x 2>/dev/null && echo usr=writable || echo usr=readonly
+cat "$1" 2>/dev/null && echo canary=read || echo canary=absent
+ls /root /home 2>/dev/null | head -n 1; echo hostdirs=$?
+echo hello > /work/out.txt && echo work=ok`.replace("$1", canary),
+      );
+      assert.match(r.stdout, /usr=readonly/);
+      assert.match(r.stdout, /canary=absent/);
+      assert.doesNotMatch(r.stdout, /secret/);
+      assert.match(r.stdout, /work=ok/);
+      assert.equal(readFileSync(join(workspace, "out.txt"), "utf8"), "hello\n");
+    } finally {
+      rmSync(canary, { force: true });
+    }
+  }));
+
+// attacks/network_test.ts (Landlock TCP: a connect is refused before it leaves)
+test("Landlock and network none: a host listener on 127.0.0.1 is never reached", () =>
+  inWorkspace(async (workspace) => {
+    let connections = 0;
+    const server = createTcpServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise((ready) => server.listen(0, "127.0.0.1", ready));
+    try {
+      const { port } = server.address();
+      const r = await sh(
+        workspace,
+        `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${port}' 2>&1; echo tcp=$?
+tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | paste -sd, -`,
+      );
+      assert.match(r.stdout, /tcp=1/);
+      assert.match(r.stdout, /\nlo\n/);
+      assert.ok(r.hardening.landlockAbi >= 1, `Landlock ABI ${r.hardening.landlockAbi}`);
+      assert.equal(connections, 0);
+    } finally {
+      await new Promise((closed) => server.close(closed));
+    }
+  }));
+
+// attacks/syscall_test.ts (seccomp refuses new namespaces, ptrace, keyrings …)
+test("seccomp: unshare of a user namespace is refused; no capabilities; no_new_privs", () =>
+  inWorkspace(async (workspace) => {
+    const r = await sh(
+      workspace,
+      "unshare -U true 2>&1; echo unshare=$?; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status",
+    );
+    assert.match(r.stdout, /unshare=1/);
+    assert.match(r.stdout, /Operation not permitted/);
+    assert.match(r.stdout, /CapEff:\s+0000000000000000/);
+    assert.match(r.stdout, /NoNewPrivs:\s+1/);
+    assert.match(r.stdout, /Seccomp:\s+2/);
+    assert.equal(r.hardening.seccomp, true);
+  }));
+
+// tests/sandbox/limits_test.ts ("a 1 GiB allocation under a 256 MiB limit is stopped")
+test("limits: a 1 GiB allocation under a 256 MiB limit is stopped; pids are capped", () =>
+  inWorkspace(async (workspace) => {
+    const MiB = 1 << 20;
+    const r = await exec({ workspace, memoryBytes: 256 * MiB }, [
+      "python3",
+      "-c",
+      "b = bytearray(1 << 30)",
+    ], { timeoutMs: 30_000 });
+    assert.equal(r.limits.memory?.bytes, 256 * MiB);
+    assert.ok(r.exitCode !== 0, "the allocation succeeded");
+    assert.ok(
+      r.oomKilled || /MemoryError/.test(r.stderr),
+      `neither OOM kill nor MemoryError: ${r.signal} ${r.stderr}`,
+    );
+    const pids = await sh(
+      workspace,
+      "i=0; while [ $i -lt 40 ]; do sleep 5 & i=$((i+1)); done 2>/dev/null; jobs -p | wc -l; kill $(jobs -p) 2>/dev/null",
+      { pidsLimit: 16 },
+    );
+    assert.equal(pids.limits.pids?.max, 16);
+    assert.ok(Number(pids.stdout.trim()) < 16, `40 forks under pids 16 gave ${pids.stdout}`);
+  }));
+
+// tests/sandbox/proxy_test.ts ("an allowed name and port works"; "a denied name gets the 403")
+test("network proxy: an allowed name reaches a loopback server, a denied one gets the 403", () =>
+  inWorkspace(async (workspace) => {
+    const server = createServer((req, res) =>
+      res.end(`host=${req.headers.host} path=${req.url}\n`)
+    );
+    await new Promise((ready) => server.listen(0, "127.0.0.1", ready));
+    try {
+      const { port } = server.address();
+      const r = await sh(
+        workspace,
+        `curl -sS http://allowed.test:${port}/plain; echo plain=$?
+curl -sS http://denied.test/x; echo denied=$?`,
+        { network: "proxy", allowDomains: [`allowed.test:${port}`] },
+        {
+          proxy: {
+            resolve: (name) => Promise.resolve(name === "allowed.test" ? ["127.0.0.1"] : []),
+            allowPrivateAddresses: true,
+          },
+        },
+      );
+      assert.match(r.stdout, new RegExp(`host=allowed.test:${port} path=/plain\\nplain=0`));
+      assert.match(r.stdout, /denied\.test:80 is not in the allowlist/);
+    } finally {
+      await new Promise((closed) => server.close(closed));
+    }
+  }));
+
+// tests/sandbox/exec_basics_test.ts (timeout kills the whole sandbox)
+test("timeout: the whole sandbox is killed when the time is up", () =>
+  inWorkspace(async (workspace) => {
+    const started = Date.now();
+    const r = await sh(workspace, "sleep 30 & sleep 30", {}, { timeoutMs: 500 });
+    assert.equal(r.timedOut, true);
+    assert.equal(r.signal, "SIGKILL");
+    assert.ok(Date.now() - started < 10_000, "the sandbox outlived its timeout");
+  }));
+
+// tests/sandbox/lifecycle_test.ts (spawn: streams in and out)
+test("spawn: stdin and stdout are streams; the status settles with the exit code", () =>
+  inWorkspace(async (workspace) => {
+    const child = await spawn({ workspace }, ["sh", "-c", "read line; echo got:$line; exit 3"], {
+      stdin: true,
+    });
+    let out = "";
+    child.stdout.on("data", (chunk) => (out += chunk));
+    const closed = new Promise((done) => child.stdout.on("close", done));
+    child.stdin.end("ping\n");
+    const status = await child.status;
+    await closed;
+    assert.equal(status.exitCode, 3);
+    assert.equal(out, "got:ping\n");
+  }));
+
+// tests/sandbox/self_test_test.ts and the probe checks of `coop sandbox status`
+test("probe and self-test: every measured protection holds and no canary is reached", async () => {
+  const report = await probe();
+  assert.equal(report.available, true, report.error);
+  const failed = report.checks.filter((c) => !c.ok).map((c) => `${c.label}: ${c.evidence}`);
+  assert.deepEqual(failed, []);
+  const result = await selfTest();
+  assert.equal(result.error, undefined);
+  assert.deepEqual(result.checks.filter((c) => !c.ok), []);
+  assert.equal(result.passed, true);
+});

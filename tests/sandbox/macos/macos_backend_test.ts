@@ -1,0 +1,347 @@
+/**
+ * The macOS backends, driven on Linux: generated SBPL profiles and argument lists against
+ * golden files, and fake `sandbox-exec` / `container` tools (fake_tools.ts) for status, exec,
+ * timeout and the failure paths. The platform is injected as an argument (never an env var).
+ */
+import { assert, assertEquals, assertMatch, assertRejects } from "../../assert.ts";
+import { exec } from "../../../src/sandbox/exec.ts";
+import { probe } from "../../../src/sandbox/probe.ts";
+import { sandboxExecProfile } from "../../../src/sandbox/macos_profile.ts";
+import { sandboxExecArgs } from "../../../src/sandbox/macos_sandbox_exec.ts";
+import {
+  containerExecArgs,
+  containerName,
+  containerRunArgs,
+} from "../../../src/sandbox/macos_container.ts";
+import { resolvePolicy } from "../../../src/sandbox/policy.ts";
+import { SandboxLimitError, SandboxUnavailableError } from "../../../src/sandbox/errors.ts";
+import { renderStatus } from "../../../src/cli/sandbox_command.ts";
+import { fakeTools } from "./fake_tools.ts";
+
+/** Asserts `fn` rejects with `type` and a message containing `text`. */
+async function rejectsWith<E extends Error>(
+  fn: () => Promise<unknown>,
+  type: new (...args: never[]) => E,
+  text: string,
+): Promise<void> {
+  const error = await assertRejects(fn, type);
+  assert(error.message.includes(text), `"${text}" not in: ${error.message}`);
+}
+
+const GOLDEN = new URL("../../fixtures/macos/", import.meta.url);
+const UPDATE = Deno.env.get("COOP_UPDATE_GOLDEN") === "1";
+
+async function golden(name: string, actual: string): Promise<void> {
+  const url = new URL(name, GOLDEN);
+  if (UPDATE) await Deno.writeTextFile(url, actual);
+  assertEquals(actual, await Deno.readTextFile(url), `golden file ${name}`);
+}
+
+const WS = "/Users/bob/coop/workspace/bob";
+const TMP = "/private/var/folders/zz/T/coop-tmp-abc123";
+
+Deno.test("SBPL profile: deny by default; workspace rw; system read-only; protected paths neither writable nor movable; no network", async () => {
+  await golden(
+    "profile_none.sb",
+    sandboxExecProfile({
+      workspace: WS,
+      tmpDir: TMP,
+      protectedPaths: [`${WS}/.git`, `${WS}/project/.git`],
+      network: "none",
+    }),
+  );
+});
+
+Deno.test("SBPL profile: network proxy allows only the proxy's loopback port; host allows the host's", async () => {
+  const base = { workspace: WS, tmpDir: TMP, protectedPaths: [] };
+  await golden(
+    "profile_proxy.sb",
+    sandboxExecProfile({ ...base, network: "proxy", proxyPort: 41823 }),
+  );
+  await golden("profile_host.sb", sandboxExecProfile({ ...base, network: "host" }));
+});
+
+Deno.test("SBPL profile: quotes and backslashes in a path are escaped; a newline is refused", () => {
+  const profile = sandboxExecProfile({
+    workspace: '/Users/o"brien\\ws',
+    tmpDir: TMP,
+    protectedPaths: [],
+    network: "none",
+  });
+  assertMatch(profile, /\(subpath "\/Users\/o\\"brien\\\\ws"\)/);
+  let error: unknown;
+  try {
+    sandboxExecProfile({
+      workspace: "/Users/x\n(allow default)",
+      tmpDir: TMP,
+      protectedPaths: [],
+      network: "none",
+    });
+  } catch (e) {
+    error = e;
+  }
+  assert(error instanceof RangeError);
+});
+
+Deno.test("argument lists: sandbox-exec, container run and container exec match their golden files", async () => {
+  const policy = resolvePolicy({ workspace: WS, memoryBytes: 2 * 1024 ** 3, cpus: 2 });
+  const name = containerName(WS);
+  assertEquals(name, containerName(WS), "one VM per workspace, found again by name");
+  const lists = {
+    sandboxExec: sandboxExecArgs(
+      "(version 1)\n(deny default)\n",
+      resolvePolicy({ workspace: WS }),
+      ["sh", "-c", "echo hi"],
+    ),
+    containerRun: containerRunArgs(policy, WS, name),
+    containerExec: containerExecArgs(name, ["PATH=/usr/bin:/bin", "HOME=/work"], [
+      "sh",
+      "-c",
+      "echo hi",
+    ], true),
+  };
+  await golden("arguments.json", JSON.stringify(lists, null, 2) + "\n");
+});
+
+async function withWorkspace<T>(fn: (workspace: string) => Promise<T>): Promise<T> {
+  const workspace = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-macos-ws-" }));
+  try {
+    return await fn(workspace);
+  } finally {
+    await Deno.remove(workspace, { recursive: true });
+  }
+}
+
+Deno.test("sandbox-exec: exec runs the command under the generated profile with only the allowlisted environment", async () => {
+  const fakes = await fakeTools(["sandbox-exec"]);
+  Deno.env.set("COOP_MACOS_TEST_SECRET", "s3cret");
+  try {
+    await withWorkspace(async (workspace) => {
+      await Deno.mkdir(`${workspace}/.git`);
+      const r = await exec({ workspace }, ["sh", "-c", 'echo "home=$HOME"; pwd'], {
+        platform: fakes.platform,
+      });
+      assertEquals(r.exitCode, 0, r.stderr);
+      assertEquals(r.stdout, `home=${workspace}\n${workspace}\n`);
+      assertEquals(r.limits.path, "rlimit");
+      const [args] = await fakes.calls("sandbox-exec");
+      assertEquals(args[0], "-p");
+      assertMatch(args[1], /^\(version 1\)\n\(deny default\)\n/);
+      assert(args[1].includes(`(allow file-read* file-write* (subpath "${workspace}"))`));
+      assert(args[1].includes(`(deny file-write-unlink (subpath "${workspace}/.git"))`));
+      assertEquals(args.slice(2, 4), ["--", "/bin/sh"]);
+      assertEquals(args.slice(-3), ["sh", "-c", 'echo "home=$HOME"; pwd']);
+      const env = await fakes.lastEnv();
+      assert(!env.some((line) => line.includes("s3cret")), "a host secret reached the sandbox");
+      assert(env.includes(`HOME=${workspace}`));
+    });
+  } finally {
+    Deno.env.delete("COOP_MACOS_TEST_SECRET");
+    await fakes.remove();
+  }
+});
+
+Deno.test("sandbox-exec: a timeout kills the whole process group and reports SIGKILL", async () => {
+  const fakes = await fakeTools(["sandbox-exec"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      const started = performance.now();
+      const r = await exec(
+        { workspace },
+        ["sh", "-c", "sleep 30 & echo $! > child.pid; sleep 30"],
+        {
+          platform: fakes.platform,
+          timeoutMs: 300,
+        },
+      );
+      assertEquals(r.timedOut, true);
+      assertEquals(r.signal, "SIGKILL");
+      assert(performance.now() - started < 10_000);
+      const child = Number((await Deno.readTextFile(`${workspace}/child.pid`)).trim());
+      // Gone, or a zombie its new parent has yet to reap: either way it runs no more.
+      const state = await Deno.readTextFile(`/proc/${child}/stat`).then(
+        (stat) => stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3),
+        () => "gone",
+      );
+      assert(
+        ["gone", "Z", "X"].includes(state),
+        `the background child outlived the timeout: ${state}`,
+      );
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("sandbox-exec: a profile that cannot be applied, and limits it cannot enforce, refuse the command", async () => {
+  const fakes = await fakeTools(["sandbox-exec"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      await rejectsWith(
+        () => exec({ workspace, memoryBytes: 256 << 20 }, ["true"], { platform: fakes.platform }),
+        SandboxLimitError,
+        "sandbox-exec cannot enforce",
+      );
+      await rejectsWith(
+        () =>
+          exec({ workspace, network: "proxy", allowDomains: ["example.com"] }, ["true"], {
+            platform: fakes.platform,
+          }),
+        SandboxUnavailableError,
+        'network "proxy" is not available with sandbox-exec',
+      );
+      await fakes.fail("apply-fails");
+      await rejectsWith(
+        () => exec({ workspace }, ["touch", "ran"], { platform: fakes.platform }),
+        SandboxUnavailableError,
+        "sandbox_apply: Operation not permitted",
+      );
+      assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("status on macOS with sandbox-exec: the backend and what the probe measured", async () => {
+  const fakes = await fakeTools(["sandbox-exec"]);
+  try {
+    const report = await probe({ platform: fakes.platform });
+    assertEquals(report.error, undefined);
+    assertEquals(report.available, true);
+    assertEquals(report.backend, "sandbox-exec");
+    assertEquals(report.checks.filter((c) => !c.ok), []);
+    assertEquals(report.checks.map((c) => c.id), [
+      "backend",
+      "workspace",
+      "host-home",
+      "system-read-only",
+      "network",
+    ]);
+    const text = renderStatus(report);
+    assertMatch(
+      text,
+      /^Coop sandbox: darwin arm64, kernel unknown, invoked as uid \d+, backend sandbox-exec\n/,
+    );
+    assertMatch(text, /✓ no network\s+a host listener on 127\.0\.0\.1: blocked, 0 connections/);
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("apple/container: one long-lived VM per user, started once; container exec per command", async () => {
+  const fakes = await fakeTools(["container", "sandbox-exec"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      const policy = { workspace, memoryBytes: 2 * 1024 ** 3, cpus: 2 };
+      const first = await exec(policy, ["sh", "-c", "echo one"], { platform: fakes.platform });
+      const second = await exec(policy, ["sh", "-c", "echo two"], {
+        platform: fakes.platform,
+        stdin: "x",
+      });
+      assertEquals([first.stdout, second.stdout], ["one\n", "two\n"]);
+      assertMatch(first.limits.reason, /VM bounds memory \(2048 MiB\) and CPUs \(2\)/);
+      const name = containerName(workspace);
+      const verbs = (await fakes.calls("container")).map((args) => args.slice(0, 3).join(" "));
+      assertEquals(verbs, [
+        "system status",
+        "--version",
+        `inspect ${name}`,
+        `run --detach --name`,
+        `exec --user 0:0`,
+        "exec --user 1000:1000",
+        `inspect ${name}`,
+        "exec --interactive --user",
+      ]);
+      const run = (await fakes.calls("container"))[3];
+      assertEquals(run.slice(run.indexOf("--memory"), run.indexOf("--memory") + 6), [
+        "--memory",
+        "2048M",
+        "--cpus",
+        "2",
+        "--volume",
+        `${workspace}:/work`,
+      ]);
+      assertEquals(await fakes.calls("sandbox-exec"), [], "container was preferred when running");
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("apple/container: a timeout kills the VM; a VM that fails to start refuses the command", async () => {
+  const fakes = await fakeTools(["container"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      const r = await exec({ workspace }, ["sleep", "30"], {
+        platform: fakes.platform,
+        timeoutMs: 300,
+      });
+      assertEquals(r.timedOut, true);
+      assertEquals(r.exitCode, 137);
+      const calls = await fakes.calls("container");
+      assertEquals(calls.at(-1), ["kill", containerName(workspace)]);
+      await fakes.fail("vm-fails");
+      await rejectsWith(
+        () => exec({ workspace }, ["touch", "ran"], { platform: fakes.platform }),
+        SandboxUnavailableError,
+        "did not start (`container run` exit 1: Error: internalError",
+      );
+      assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("apple/container: status names the backend, its version and the measured checks", async () => {
+  const fakes = await fakeTools(["container"]);
+  try {
+    const report = await probe({ platform: fakes.platform });
+    assertEquals(report.backend, "apple-container");
+    assertEquals(report.available, true, report.error);
+    assertEquals(report.checks.filter((c) => !c.ok), []);
+    assertMatch(renderStatus(report), /✓ apple-container\s+.*container CLI version 0\.6\.0/);
+    assertMatch(renderStatus(report), /✓ commands not root in the VM\s+uid 1000/);
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("missing CLIs: a stopped container service falls back to sandbox-exec with a note; with neither, fail closed naming what is missing", async () => {
+  const both = await fakeTools(["container", "sandbox-exec"]);
+  const none = await fakeTools([]);
+  try {
+    await both.fail("service-down");
+    const fallback = await probe({ platform: both.platform });
+    assertEquals(fallback.backend, "sandbox-exec");
+    assertMatch(
+      fallback.note ?? "",
+      /service is not running .*apiserver is not running.*container system start/,
+    );
+    assertMatch(renderStatus(fallback), /note: apple\/container is installed/);
+
+    const missing = await probe({ platform: none.platform });
+    assertEquals(missing.available, false);
+    assertEquals(missing.backend, "none");
+    assertMatch(
+      missing.error ?? "",
+      /^no sandbox backend on macOS \(arm64\): .*`container` is not installed.*sandbox-exec was not found/,
+    );
+    assertMatch(
+      renderStatus(missing),
+      /✗ unavailable: .*\n {2}Non-owner commands will be refused \(fail closed\)/,
+    );
+    await withWorkspace(async (workspace) => {
+      await rejectsWith(
+        () => exec({ workspace }, ["touch", `${workspace}/ran`], { platform: none.platform }),
+        SandboxUnavailableError,
+        "the command was not run",
+      );
+      assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
+    });
+  } finally {
+    await both.remove();
+    await none.remove();
+  }
+});
