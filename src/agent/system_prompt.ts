@@ -66,6 +66,8 @@ export interface TurnContext {
   channel: string;
   /** Where the user's tools see their files (`/work` in the sandbox). */
   workspace: string | null;
+  /** In a group chat: its address, e.g. `telegram:-1001234`. */
+  group?: string;
 }
 
 /** Appends who is speaking and where tools run, so the model addresses the right person. */
@@ -73,6 +75,8 @@ export function withTurnContext(system: string, context: TurnContext): string {
   const where = context.workspace === null
     ? "You have no tools in this conversation."
     : `Their tools work in ${context.workspace}.`;
+  const group = context.group === undefined ? "" : ` in the group chat ${context.group}, where ` +
+    "each message starts with a line naming who wrote it and their trust";
   return `${system}\n\nYou are talking with ${context.user} (trust: ${context.trust}) via ` +
-    `${context.channel}. ${where}`;
+    `${context.channel}${group}. ${where}`;
 }

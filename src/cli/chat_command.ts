@@ -29,10 +29,7 @@ export async function chatCommand(args: string[], deps: StartupDependencies = {}
       handle: gateway.handle,
       sender: TERMINAL_SENDER,
       clear: (session) => gateway.clearSession("terminal", TERMINAL_SENDER, session),
-      status: () =>
-        Promise.resolve(
-          `user ${principal.name} · trust ${principal.trust} · terminal:${TERMINAL_SENDER}\n${banner}`,
-        ),
+      status: () => Promise.resolve(`${gateway.status("terminal", TERMINAL_SENDER)}\n${banner}`),
       input: process.stdin,
       output: process.stdout,
     });

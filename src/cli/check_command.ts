@@ -17,6 +17,7 @@ import {
 } from "../config/config_diagnostic.ts";
 import { callerPath } from "./caller_path.ts";
 import { type CheckedLimits, checkedLimits, renderLimits } from "./check_limits.ts";
+import { type CheckPeople, checkPeople, pairedWarnings, peopleLines } from "./check_people.ts";
 import { probeSandbox, type SandboxProbe, type SandboxProbeResult } from "./sandbox_probe.ts";
 
 /** The default config file. */
@@ -51,6 +52,8 @@ export interface CheckReport {
   autoexec: AutoexecFile[];
   /** The limits of each non-owner's sandboxed commands, and the path enforcing them here. */
   limits?: CheckedLimits[];
+  /** Configured users and the people paired with `coop pairing approve` (null: config invalid). */
+  people: CheckPeople | null;
 }
 
 const USAGE = "usage: coop check [--config FILE] [--json]";
@@ -97,6 +100,7 @@ function renderHuman(report: CheckReport): string {
   for (const d of report.warnings) lines.push(`warning: ${formatDiagnostic(report.config, d)}`);
   for (const f of report.autoexec) lines.push(autoexecWarning(f));
   lines.push(...renderLimits(report.limits ?? []));
+  if (report.people) lines.push(...peopleLines(report.people));
   if (report.sandbox) {
     lines.push(
       report.sandbox.available
@@ -135,6 +139,7 @@ export async function runCheck(
     warnings: [],
     sandbox: null,
     autoexec: [],
+    people: null,
   };
   let config: CoopConfig | null = null;
   try {
@@ -150,6 +155,8 @@ export async function runCheck(
     }
     report.autoexec = await autoexecInSandboxWorkspaces(config);
     report.limits = checkedLimits(config);
+    report.people = checkPeople(config);
+    report.warnings.push(...pairedWarnings(config, report.people));
     if (config.sandbox.enabled) {
       report.sandbox = await deps.probe();
       if (!report.sandbox.available) {

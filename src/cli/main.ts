@@ -5,6 +5,7 @@
 import { chatCommand } from "./chat_command.ts";
 import { checkCommand } from "./check_command.ts";
 import { explainCommand } from "./explain_command.ts";
+import { pairingCommand } from "./pairing_command.ts";
 import { setupLogging } from "./logging.ts";
 import { memoryCommand } from "./memory_command.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
@@ -25,6 +26,8 @@ async function run(args: string[]): Promise<number> {
       return await chatCommand(rest);
     case "check":
       return await checkCommand(rest);
+    case "pairing":
+      return await pairingCommand(rest);
     case "memory":
       return await memoryCommand(rest);
     case "usage":

@@ -3,6 +3,8 @@ export const USAGE = `Usage:
   coop start   [--config FILE]                 run the gateway (HTTP channel, cron jobs)
   coop chat    [--config FILE]                 terminal chat as the terminal user
   coop check   [--config FILE] [--json]        validate config; exit 1 on errors
+  coop pairing list [--json] | approve CODE [--name NAME] [--trust LEVEL] | deny CODE
+               | remove NAME [--config FILE]   who may talk to the agent (unknown senders)
   coop usage   [--config FILE] [--json]        each person's consumption against budgets
   coop memory list [--user NAME] [--store S] [--config FILE] [--json]
   coop memory rm ID [--config FILE]           the owner's view of every memory

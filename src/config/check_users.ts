@@ -5,10 +5,7 @@
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 import { isWildcardPattern } from "../trust/match_pattern.ts";
-import { PUBLIC_NAME, TERMINAL_OWNER_NAME } from "../trust/trust_level.ts";
-
-/** Names of the router's default principals; a user by that name would share their sessions. */
-const RESERVED_NAMES: readonly string[] = [PUBLIC_NAME, TERMINAL_OWNER_NAME];
+import { USER_NAME_PATTERN, userNameProblem } from "./user_name.ts";
 
 /** Duplicate and reserved names, match patterns shared or too wide, owners. */
 export function checkUsers(config: CoopConfig, out: ConfigDiagnostic[]): void {
@@ -23,13 +20,9 @@ export function checkUsers(config: CoopConfig, out: ConfigDiagnostic[]): void {
         `user "${user.name}" is already defined at users[${previous}]`,
       ));
     } else seenNames.set(user.name, i);
-    if (RESERVED_NAMES.includes(user.name)) {
-      out.push(configError(
-        "config.reserved_user_name",
-        `users[${i}].name`,
-        `"${user.name}" names Coop's default principal for unknown senders; choose another name`,
-      ));
-    }
+    // The pattern itself is the schema's; what is left are names taken by Coop.
+    const reserved = USER_NAME_PATTERN.test(user.name) ? userNameProblem(user.name) : null;
+    if (reserved) out.push(configError("config.reserved_user_name", `users[${i}].name`, reserved));
     const ownPatterns = new Set<string>();
     user.match.forEach((pattern, j) => {
       const path = `users[${i}].match[${j}]`;
@@ -78,10 +71,31 @@ export function checkUsers(config: CoopConfig, out: ConfigDiagnostic[]): void {
   }
 }
 
-/** A group pattern listed by two groups. */
+/**
+ * A group pattern listed by two groups, two groups of one name (they would share a workspace
+ * directory), a ceiling of `owner` (the owner in a group is sandboxed: DESIGN §1).
+ */
 export function checkGroups(config: CoopConfig, out: ConfigDiagnostic[]): void {
   const seen = new Map<string, number>();
+  const names = new Map<string, number>();
   config.groups.forEach((group, i) => {
+    if (group.ceiling === "owner") {
+      out.push(configError(
+        "config.group_owner_ceiling",
+        `groups[${i}].trust`,
+        'a group\'s ceiling cannot be "owner": in a group everyone, the owner too, works in the ' +
+          'sandbox; use "full" at most',
+      ));
+    }
+    const other = group.name === undefined ? undefined : names.get(group.name);
+    if (other !== undefined) {
+      out.push(configError(
+        "config.duplicate_group_name",
+        `groups[${i}].name`,
+        `"${group.name}" is already the name of groups[${other}]; a group's name is its ` +
+          "workspace directory, so two groups would share one",
+      ));
+    } else if (group.name !== undefined) names.set(group.name, i);
     group.match.forEach((pattern, j) => {
       const other = seen.get(pattern);
       if (other !== undefined) {

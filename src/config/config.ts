@@ -8,6 +8,7 @@ import type { TrustLevel } from "../trust/trust_level.ts";
 import type { Budget } from "./budget_settings.ts";
 import { ConfigError, diagnosticsFromIssues } from "./config_diagnostic.ts";
 import { configSchema, type RawConfig } from "./config_schema.ts";
+import type { PairingSettings } from "./pairing_settings.ts";
 import {
   globalSandboxSettings,
   overridesFromRaw,
@@ -38,6 +39,8 @@ export interface GroupConfig {
   match: readonly string[];
   /** The most trust anyone gets in this group. */
   ceiling: TrustLevel;
+  /** `mention`: answer only messages that address the agent, keep the rest as context. */
+  respond: "mention" | "all";
   /** `[groups.budget]`: what all turns in this group chat together may use. */
   budget?: Budget;
 }
@@ -91,6 +94,8 @@ export interface CoopConfig {
   sandbox: { enabled: boolean; workspaceScope: "user" | "shared"; defaults: SandboxSettings };
   /** `[[cron]]`. */
   cron: readonly CronJobConfig[];
+  /** `[pairing]`. */
+  pairing: PairingSettings;
   /** `[[providers]]`, as validated (consumed by the agent runtime). */
   providers: RawConfig["providers"];
   /** `[channels.*]`, as validated (consumed by the channels). */
@@ -166,6 +171,7 @@ export function parseConfig(
       name: g.name,
       match: g.match,
       ceiling: g.trust,
+      respond: g.respond,
       ...(g.budget ? { budget: g.budget } : {}),
     })),
     sandbox: {
@@ -181,6 +187,11 @@ export function parseConfig(
       replyTo: c.reply_to === "log" ? { kind: "log" } : { kind: "http", url: c.reply_to },
       sandbox: overridesFromRaw(c.sandbox),
     })),
+    pairing: {
+      enabled: raw.pairing.enabled,
+      codeTtlMs: raw.pairing.code_ttl,
+      maxPending: raw.pairing.max_pending,
+    },
     providers: raw.providers,
     channels: raw.channels,
     raw,

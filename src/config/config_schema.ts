@@ -16,17 +16,21 @@ import { cronScheduleProblem } from "./cron_schedule.ts";
 import { matchPatternProblem } from "../trust/match_pattern.ts";
 import { parseAllowEntry } from "../sandbox/mod.ts";
 import { PROVIDER_KINDS } from "./provider_kinds.ts";
+import { USER_NAME_PATTERN, USER_NAME_RULE } from "./user_name.ts";
+import { pairingSchema } from "./pairing_settings.ts";
 import { budgetSchema } from "./budget_settings.ts";
 import { signalChannelSchema, telegramChannelSchema } from "./messenger_schema.ts";
 
 /** Network modes config accepts (docs/network.md). */
 export const CONFIG_NETWORK_MODES = ["none", "host", "proxy", "public"] as const;
 
+/** When the agent answers in a group: when addressed (mention, reply, /command), or always. */
+export const GROUP_RESPOND_MODES = ["mention", "all"] as const;
+
 /** Workspace scopes: `user` gives each non-owner `<workspace>/<name>`; `shared` one common dir. */
 export const WORKSPACE_SCOPES = ["user", "shared"] as const;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 /** An allowlist entry as the proxy parses it (docs/network.md). */
 const allowDomain = z.string().superRefine((entry, ctx) => {
   try {
@@ -37,10 +41,7 @@ const allowDomain = z.string().superRefine((entry, ctx) => {
 });
 
 const envName = z.string().regex(ENV_NAME, "must be an environment variable name like MY_VAR");
-const name = z.string().regex(
-  NAME,
-  "must be 1-32 characters of a-z, 0-9, _ or -, starting with a letter (it names a directory)",
-);
+const name = z.string().regex(USER_NAME_PATTERN, USER_NAME_RULE);
 
 const matchPattern = z.string().superRefine((pattern, ctx) => {
   const problem = matchPatternProblem(pattern);
@@ -182,6 +183,7 @@ export const configSchema = z.strictObject({
     name: z.string().min(1).optional(),
     match: z.array(matchPattern).min(1, "must list at least one pattern"),
     trust: z.enum(TRUST_LEVELS).default("familiar"),
+    respond: z.enum(GROUP_RESPOND_MODES).default("mention"),
     budget: budgetSchema.optional(),
   })).default([]),
   sandbox: sandboxSchema.default({ enabled: true, workspace_scope: "user" }),
@@ -200,6 +202,7 @@ export const configSchema = z.strictObject({
     sandbox: sandboxOverridesSchema.optional(),
   })).default([]),
   providers: z.array(providerSchema).default([]),
+  pairing: pairingSchema,
   channels: z.strictObject({
     terminal: z.strictObject({
       enabled: z.boolean().default(true),

@@ -100,6 +100,14 @@ export const tmpSize: UnitSchema = converted(
   "0 would mean no limit at all",
 );
 
+/** `[pairing] code_ttl`: how long a pairing code stays valid, one minute to one week. */
+export const pairingCodeTtl: UnitSchema = converted(
+  DURATION,
+  60_000,
+  7 * 24 * 3_600_000,
+  "a code must live long enough to be passed on, and not linger",
+);
+
 /** Default `max_send_file_size`: 10 MiB. */
 export const DEFAULT_MAX_SEND_FILE_BYTES = 10 * 2 ** 20;
 

@@ -25,6 +25,7 @@ import {
   routeSender,
   routeUser,
 } from "./router.ts";
+import { groupDirectoryName } from "../config/group_directories.ts";
 
 /** Who to explain: a configured user by name, or a sender as a channel reports them. */
 export type ExplainIdentity =
@@ -238,7 +239,18 @@ export async function explainAccess(
       write: decisions.filter((d) => d.write.allowed).map((d) => d.store),
       decisions: decisions.map((d) => ({ store: d.store, read: d.read.rule, write: d.write.rule })),
     },
-    sandbox: explainSandbox(config, principal, situation, route.user),
+    sandbox: explainSandbox(
+      config,
+      principal,
+      situation,
+      route.user,
+      // A group turn's tools work in the group's directory, the owner's too.
+      group === undefined ? undefined : groupDirectoryName({
+        channel,
+        id: group,
+        ...(groupConfig?.name === undefined ? {} : { name: groupConfig.name }),
+      }),
+    ),
     sections,
     sectionLines,
     notes,

@@ -99,18 +99,20 @@ function mountsOf(policy: SandboxPolicyInput): ExplainedMount[] {
 
 /**
  * Explains where `principal`'s commands run in `situation` and, when that is the sandbox, the
- * policy and limits it would get. `user` is the configured user (for their overrides).
+ * policy and limits it would get. `user` is the configured user (for their overrides);
+ * `groupDir` the group chat's directory under the workspace, in a group.
  */
 export function explainSandbox(
   config: CoopConfig,
   principal: Principal,
   situation: Situation,
   user: UserConfig | undefined,
+  groupDir?: string,
 ): SandboxExplanation {
   const bash = decide(principal, situation, { kind: "tool", tool: "bash" });
   const commandsRun = !bash.allowed ? "nowhere" : bash.placement === "host" ? "host" : "sandbox";
   // The executor's rule: the owner's tools see the whole workspace on the host.
-  const scope = scopeFor(config, principal.name, bash.effectiveTrust === "owner");
+  const scope = scopeFor(config, principal.name, bash.effectiveTrust === "owner", groupDir);
   // The same merge a tool call uses: [sandbox], then the user's overrides.
   const settings = new ToolExecutor(config, { env: {} }).settingsFor(user);
   const out: SandboxExplanation = {

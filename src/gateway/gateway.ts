@@ -25,6 +25,14 @@ import { openStateDb } from "../state/state_db.ts";
 import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
 import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { TurnTaint } from "./turn_taint.ts";
+import { PairingStore } from "../state/pairing_store.ts";
+import { PairingGate } from "./pairing_gate.ts";
+import { pairedUsers } from "./pairing_approval.ts";
+import { runChatCommand } from "./chat_commands.ts";
+import { planMessage } from "./message_plan.ts";
+import { keepAsContext } from "./group_chat.ts";
+import { SessionQueue } from "./session_queue.ts";
+import type { TurnRequest } from "./turn_request.ts";
 import { BudgetGate, type TurnMeter } from "./budget_gate.ts";
 import { UsageStore } from "../state/usage_store.ts";
 import { LONGEST_BUDGET_WINDOW_MS } from "../config/budget_settings.ts";
@@ -52,25 +60,8 @@ export interface GatewayDependencies {
   db?: DatabaseSync;
   /** How the group commit fsyncs the WAL (tests hold one open and count them). */
   walSync?: SyncData;
-}
-
-/** A turn as the gateway runs it, from a channel or a cron job. */
-interface TurnRequest {
-  /** The config the turn runs under from start to end (a reload applies to later turns). */
-  config: CoopConfig;
-  /** The executor built for that config. */
-  executor: ToolExecutor;
-  channel: string;
-  route: Route;
-  /** The session key's user (see `sessionOwner`). */
-  sessionUser: string;
-  text: string;
-  session?: string;
-  /** The group chat (`IncomingMessage.group`), for its budget. */
-  group?: string;
-  cronJob?: CronJobConfig;
-  signal?: AbortSignal;
-  onEvent?: IncomingMessage["onEvent"];
+  /** The clock of pairing codes (expiry, re-sends); default `Date.now`. */
+  now?: () => number;
 }
 
 /**
@@ -90,6 +81,9 @@ export class Gateway {
   #executor: ToolExecutor;
   readonly sessions: SessionStore;
   readonly #deps: GatewayDependencies;
+  /** Pairing requests and paired people (shared with `coop pairing` through the database). */
+  readonly pairing: PairingStore;
+  readonly #pairingGate: PairingGate;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   /** Budgets per person and group chat, counted in the state database. */
@@ -99,8 +93,8 @@ export class Gateway {
   readonly #wal?: WalFlusher;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
-  /** The last turn queued per session: turns of one session run one after another. */
-  readonly #sessionTails = new Map<string, Promise<unknown>>();
+  /** Turns of one session run one after another. */
+  readonly #sessions = new SessionQueue();
   #draining = false;
 
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
@@ -112,6 +106,8 @@ export class Gateway {
     const location = db.location();
     this.#wal = location ? new WalFlusher(location, { syncData: deps.walSync }) : undefined;
     this.sessions = new SessionStore(db, undefined, this.#wal);
+    this.pairing = new PairingStore(db);
+    this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
     this.#usage = new UsageStore(db);
@@ -154,32 +150,54 @@ export class Gateway {
 
   /**
    * Who a channel sender is, in which chat (`routeSender`: `[channels.terminal] user` names
-   * the terminal's user outright; a group's ceiling applies; `aliases` are the sender's other
-   * identifiers on the channel).
+   * the terminal's user outright; configured users, then paired people — read anew each time,
+   * so an approval counts from the next message; a group's ceiling applies; `aliases` are the
+   * sender's other identifiers on the channel).
    */
   route(channel: string, sender: string, group?: string, aliases?: readonly string[]): Route {
-    return routeSender(this.config, { channel, sender, group, aliases });
+    const paired = pairedUsers(this.pairing, this.config.users);
+    return routeSender(this.config, { channel, sender, group, aliases }, paired);
   }
 
-  /** The channels' turn handler: routes the sender and runs the turn. */
-  handle = (message: IncomingMessage): Promise<TurnOutcome> => {
-    const route = this.route(
-      message.channel,
-      message.sender,
-      message.group,
-      message.senderAliases,
-    );
-    return this.#run({
+  /**
+   * The channels' turn handler: routes the sender; an unknown one in a direct messenger chat is
+   * paired instead; `/status`, `/approve` and `/deny` are answered here; a group message that
+   * does not address the agent is kept as context (silent); everything else is a turn.
+   */
+  handle = async (message: IncomingMessage): Promise<TurnOutcome> => {
+    const { channel, sender, group, senderAliases } = message;
+    const route = this.route(channel, sender, group, senderAliases);
+    if (this.#pairingGate.applies(route, message)) return this.#pairingGate.answer(message);
+    const plan = planMessage(message, route);
+    if (plan.kind === "command") {
+      const known = { config: this.config, pairing: this.pairing };
+      return {
+        reply: runChatCommand(plan.command, { route, message, ...known }),
+        session: "",
+        tools: [],
+      };
+    }
+    if (plan.kind === "context") {
+      return await keepAsContext(this.sessions, this.#sessions, plan, route.principal.name);
+    }
+    return await this.#run({
       channel: message.channel,
       route,
-      sessionUser: sessionOwner(route, message),
-      text: message.text,
-      session: message.session,
-      group: message.group,
+      person: sessionOwner(route, message),
+      sessionUser: plan.sessionUser,
+      session: plan.session,
+      ...(plan.group ? { group: plan.group } : {}),
+      text: plan.text,
       signal: message.signal,
       onEvent: message.onEvent,
     });
   };
+
+  /** `/status` for a sender (the terminal's shows it too). */
+  status(channel: string, sender: string): string {
+    const context = { message: { channel, sender }, config: this.config, pairing: this.pairing };
+    return runChatCommand({ name: "status" }, { route: this.route(channel, sender), ...context });
+  }
 
   /** The cron scheduler's runner: a fresh session as the job's user, with the job's overrides. */
   runCronJob = async (job: CronJobConfig, signal: AbortSignal): Promise<CronTurnResult> => {
@@ -191,10 +209,12 @@ export class Gateway {
       );
     }
     const route = routeUser(user);
+    const person = sessionOwner(route, { channel: "cron", sender: job.name });
     const outcome = await this.#run({
       channel: "cron",
       route,
-      sessionUser: sessionOwner(route, { channel: "cron", sender: job.name }),
+      sessionUser: person,
+      person,
       text: job.message,
       cronJob: job,
       signal,
@@ -244,9 +264,14 @@ export class Gateway {
     let admission: TurnAdmission | undefined;
     let meter: TurnMeter;
     try {
-      admission = limit ? this.#turns.admit(request.sessionUser, limit) : undefined;
+      admission = limit ? this.#turns.admit(request.person, limit) : undefined;
       // A spent budget refuses the turn before any model call; a turn let in counts from now.
-      meter = this.#budgets.admit({ ...request, person: request.sessionUser });
+      meter = this.#budgets.admit({
+        route: request.route,
+        person: request.person,
+        channel: request.channel,
+        ...(request.group ? { group: request.group.id } : {}),
+      });
     } catch (error) {
       admission?.done();
       return Promise.reject(error);
@@ -255,12 +280,6 @@ export class Gateway {
     const onAbort = () => controller.abort(request.signal?.reason);
     if (request.signal?.aborted) onAbort();
     else request.signal?.addEventListener("abort", onAbort, { once: true });
-    // Two requests for one session at once would interleave their messages in its history;
-    // the second waits for the first (a new session has nothing to wait for).
-    const key = request.session === undefined
-      ? undefined
-      : [request.channel, request.sessionUser, request.session].join("\0");
-    const previous = key === undefined ? undefined : this.#sessionTails.get(key);
     // The slot is taken once the session's previous turn is done: a turn waiting for its
     // session holds a place in the queue, not a slot.
     const start = async () => {
@@ -268,17 +287,14 @@ export class Gateway {
       await admission?.start(controller.signal);
       return this.#turn(request, controller.signal, meter);
     };
-    const turn = (previous ? previous.then(start, start) : Promise.resolve().then(start)).finally(
-      () => {
-        admission?.done();
-        request.signal?.removeEventListener("abort", onAbort);
-        this.#inFlight.delete(controller);
-        if (key !== undefined && this.#sessionTails.get(key) === turn) {
-          this.#sessionTails.delete(key);
-        }
-      },
-    );
-    if (key !== undefined) this.#sessionTails.set(key, turn);
+    const key = request.session === undefined
+      ? undefined
+      : { channel: request.channel, user: request.sessionUser, session: request.session };
+    const turn = this.#sessions.after(key, start).finally(() => {
+      admission?.done();
+      request.signal?.removeEventListener("abort", onAbort);
+      this.#inFlight.delete(controller);
+    });
     this.#inFlight.set(controller, turn);
     return turn;
   }
@@ -308,6 +324,7 @@ export class Gateway {
     log.info("gateway.turn.start", {
       event: "gateway.turn.start",
       channel,
+      group: request.group?.id,
       principal: principal.name,
       trust,
       route: route.reason,
@@ -325,6 +342,7 @@ export class Gateway {
       trust,
       channel,
       workspace: tools.length === 0 ? null : workspaceSeenBy(trust, config),
+      ...(request.group ? { group: `${channel}:${request.group.id}` } : {}),
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
@@ -343,6 +361,7 @@ export class Gateway {
           cronJob: request.cronJob,
           onSandboxSeconds: meter.addSandboxSeconds,
           files,
+          ...(request.group ? { groupDir: request.group.dir } : {}),
         }),
         maxIterations: config.agent.maxIterations,
         maxTokens: config.agent.maxTokens,

@@ -8,6 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
+import { PAIRING_SCHEMA } from "./pairing_schema.ts";
 import { CHANNEL_INBOX_MIGRATION } from "./channel_inbox_schema.ts";
 
 const log = getLogger(["coop", "sessions"]);
@@ -133,6 +134,11 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   CHANNEL_INBOX_MIGRATION,
+  {
+    version: 6,
+    description: "pairing requests and paired people",
+    sql: PAIRING_SCHEMA,
+  },
 ];
 
 /** Creates `dir` (and parents) and makes it 0700: only Coop's user may enter it. */

@@ -60,6 +60,11 @@ export interface ToolCall {
   user?: UserConfig;
   /** The cron job, when the turn comes from one (its overrides apply over the user's). */
   cronJob?: CronJobConfig;
+  /**
+   * In a group turn: the group's directory under the workspace (`group-family`), which every
+   * member's tools see instead of their own. Such a call never runs on the host.
+   */
+  groupDir?: string;
   /** The tool name the model asked for. */
   tool: string;
   /** The model's arguments, not yet validated. */
@@ -196,7 +201,15 @@ export class ToolExecutor {
       return { ...outcome, decision };
     }
     const onHost = decision.placement === "host";
-    const scope = scopeFor(this.#config, call.principal.name, onHost);
+    if (onHost && call.groupDir !== undefined) {
+      // The router caps a group's ceiling below owner; should that ever fail, fail closed.
+      return {
+        isError: true,
+        content: `${call.tool} refused: a group turn never runs on the host`,
+        decision,
+      };
+    }
+    const scope = scopeFor(this.#config, call.principal.name, onHost, call.groupDir);
     // What the sandbox mounts read-only, the file tools (which run here, on the host) must not
     // write either.
     if (!onHost) scope.protectedNames = settings.protectedNames;

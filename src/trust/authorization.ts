@@ -57,7 +57,9 @@ export type Action =
   | { kind: "memory_write"; store: MemoryStoreName; person?: string }
   | { kind: "memory_forget"; entry: MemoryEntryRef }
   | { kind: "config_change"; section: ConfigSection }
-  | { kind: "cron_create" };
+  | { kind: "cron_create" }
+  /** Deciding pairing requests and seeing who is paired (`/approve`, `/deny`, `/status`). */
+  | { kind: "pairing"; op: "approve" | "deny" | "list" };
 
 /**
  * A stored memory as `memory_read`/`memory_forget` decide about it. `person` names whose
@@ -215,6 +217,11 @@ export function decide(principal: Principal, situation: Situation, action: Actio
         : deny("config.owner_only", trust);
     case "cron_create":
       return trust === "owner" ? allow("cron.owner_only", trust) : deny("cron.owner_only", trust);
+    case "pairing":
+      // Who may talk to the agent is the owner's decision alone, and who is paired their business.
+      return trust === "owner"
+        ? allow("pairing.owner_only", trust)
+        : deny("pairing.owner_only", trust);
   }
 }
 

@@ -9,7 +9,10 @@
  */
 import type { CoopConfig } from "../config/config.ts";
 import type { AutoexecFile } from "./scan_context.ts";
+import { join } from "node:path";
 import { userScopeDirectory } from "../config/user_directories.ts";
+import { GROUP_DIRECTORY_PREFIX } from "../config/user_name.ts";
+import { readPairedPeople } from "../state/paired_people_reader.ts";
 import { scanWorkspaceOffLoop } from "./workspace_scan.ts";
 
 export type { AutoexecFile } from "./scan_context.ts";
@@ -42,14 +45,26 @@ export async function autoexecFilesIn(
   return [...report.findings, ...unverified];
 }
 
-/** Auto-run files in every non-owner's workspace (each user's, and the shared one). */
+/**
+ * Auto-run files in every sandbox's workspace: each non-owner user's, each paired person's, the
+ * shared one, and each group chat's (`group-*`, where the owner is sandboxed too).
+ */
 export async function autoexecInSandboxWorkspaces(config: CoopConfig): Promise<AutoexecFile[]> {
   const users = config.users.filter((u) => u.trust !== "owner");
+  const paired = readPairedPeople(config.agent.stateDir);
+  const names = [
+    ...users.map((u) => u.name),
+    ...Array.isArray(paired) ? paired.map((p) => p.name) : [],
+  ];
   const dirs = new Map<string, number>();
-  for (const user of [...users, null]) {
+  for (const name of [...names, null]) {
+    const user = users.find((u) => u.name === name);
     const limit = user?.sandbox?.scanLimit ?? config.sandbox.defaults.scanLimit;
-    const dir = userScopeDirectory(config, user?.name ?? null);
+    const dir = userScopeDirectory(config, name);
     dirs.set(dir, Math.max(limit, dirs.get(dir) ?? 0));
+  }
+  for (const dir of groupDirectories(config.agent.workspace)) {
+    dirs.set(dir, Math.max(config.sandbox.defaults.scanLimit, dirs.get(dir) ?? 0));
   }
   const found: AutoexecFile[] = [];
   for (const [dir, maxEntries] of dirs) found.push(...await autoexecFilesIn(dir, { maxEntries }));
@@ -60,4 +75,15 @@ export async function autoexecInSandboxWorkspaces(config: CoopConfig): Promise<A
 export function autoexecWarning(file: AutoexecFile): string {
   return `warning: ${file.path}: ${file.what} — in a sandbox's workspace; it runs as you if ` +
     `you use that tool there on the host, so read it first`;
+}
+
+/** The group chats' directories at the top of the workspace (none when it does not exist). */
+function groupDirectories(workspace: string): string[] {
+  try {
+    return [...Deno.readDirSync(workspace)]
+      .filter((e) => e.isDirectory && e.name.startsWith(GROUP_DIRECTORY_PREFIX))
+      .map((e) => join(workspace, e.name));
+  } catch {
+    return [];
+  }
 }

@@ -23,8 +23,12 @@ const format = ANTHROPIC;
 const READY = /telegram channel: @coop_test_bot/;
 const BOB_CHAT = 4242;
 
+/** These tests are about delivery: unknown senders are answered (as public), not paired. */
+const NO_PAIRING = "\n[pairing]\nenabled = false\n";
+
 function config(baseUrl: string, apiUrl: string, bobTrust = "full"): string {
-  return coopToml({ kind: format.kind, baseUrl, extra: messengerToml({ telegram: apiUrl }) })
+  const extra = messengerToml({ telegram: apiUrl }) + NO_PAIRING;
+  return coopToml({ kind: format.kind, baseUrl, extra })
     .replace('match = ["http:bob"]', `match = ["http:bob", "telegram:${BOB_CHAT}"]`)
     .replace('name = "bob"\ntrust = "full"', `name = "bob"\ntrust = "${bobTrust}"`);
 }

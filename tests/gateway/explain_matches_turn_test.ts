@@ -76,7 +76,8 @@ const CASES: Case[] = [
   {
     label: "the owner in a group",
     explain: ["--user", "alice", "--channel", "telegram", "--group", "-100"],
-    message: { channel: "telegram", sender: "111", group: "-100" },
+    // Addressed: a group message that does not address the agent is kept as context, no turn.
+    message: { channel: "telegram", sender: "111", group: "-100", addressed: true },
   },
   {
     label: "Bob (full)",

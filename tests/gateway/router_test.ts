@@ -9,7 +9,7 @@ function config(sandboxEnabled: boolean): RoutingConfig {
       { name: "bob", trust: "inner", match: ["http:bob"], sandbox: {} },
       { name: "fans", trust: "familiar", match: ["telegram:*"], sandbox: {} },
     ],
-    groups: [{ name: "family", match: ["telegram:-100"], ceiling: "inner" }],
+    groups: [{ name: "family", match: ["telegram:-100"], ceiling: "inner", respond: "mention" }],
   };
 }
 

@@ -28,6 +28,16 @@ function ended(pid: number): boolean {
   }
 }
 
+/**
+ * Whether every init in `pids` is (soon) alive and waiting for its spec. A prestart returns as
+ * soon as the clone's vfork is released, which the kernel does during the init's execve, a few
+ * instructions before it renames the task: the new name can trail the return by microseconds
+ * (longer on a loaded machine), so it is polled for, briefly.
+ */
+function settled(pids: readonly number[]): Promise<boolean> {
+  return waitFor(() => pids.every(waitingForSpec), 2000);
+}
+
 /** Each pid's name and state, for a failure message. */
 function describe(pids: readonly number[]): string {
   return pids.map((pid) => {
@@ -70,7 +80,7 @@ sandboxTest("each command runs in the init prestarted by the one before", async 
     await exec({ workspace }, ["true"]);
     const idle = prestartedPids();
     assertEquals(idle.length, 1, `one idle init after a command: ${idle}`);
-    assert(waitingForSpec(idle[0]), "a live init, waiting for its spec");
+    assert(await settled(idle), "a live init, waiting for its spec");
     // Not in the gateway's process group or session, where a signal meant for the gateway would
     // stay pending and reach the next command.
     const ownSession = statFields(Deno.pid)[2];
@@ -97,7 +107,7 @@ sandboxTest("each command runs in the init prestarted by the one before", async 
     assert(status.hardening.landlockAbi > 0, "Landlock applied as on a cold start");
     const next = prestartedPids();
     assertEquals(next.length, 1);
-    assert(waitingForSpec(next[0]));
+    assert(await settled(next), `a live init, waiting for its spec: ${describe(next)}`);
     assertNotEquals(next[0], idle[0], "an init serves one command only");
   });
 });
@@ -107,7 +117,7 @@ sandboxTest("an idle init killed while waiting is replaced; the command still ru
     discardPrestarted();
     await exec({ workspace }, ["true"]);
     const [idle] = prestartedPids();
-    assert(idle && waitingForSpec(idle), "an idle init exists");
+    assert(idle && await settled([idle]), "an idle init exists");
     Deno.kill(idle, "SIGKILL");
     assert(await waitFor(() => ended(idle), 2000), "the idle init died");
     const result = await exec({ workspace }, ["sh", "-c", "id -u; ls /root 2>&1 || true"]);
@@ -115,7 +125,7 @@ sandboxTest("an idle init killed while waiting is replaced; the command still ru
     assertEquals(result.stdout.split("\n")[0], "0", "root inside, as always");
     assert(/No such file/.test(result.stdout), `no /root inside: ${result.stdout}`);
     const [next] = prestartedPids();
-    assert(next !== idle && waitingForSpec(next), "a new idle init took its place");
+    assert(next !== idle && await settled([next]), "a new idle init took its place");
   });
 });
 
@@ -126,7 +136,7 @@ sandboxTest("idle inits stay bounded: one per shape after 50 concurrent commands
     await exec({ workspace, network: "host" }, ["true"]);
     assertEquals(prestartedCount(), 2, "one for network none, one for host");
     const idle = prestartedPids();
-    assert(idle.every(waitingForSpec), `idle inits not waiting for a spec: ${describe(idle)}`);
+    assert(await settled(idle), `idle inits not waiting for a spec: ${describe(idle)}`);
     discardPrestarted();
     assertEquals(prestartedCount(), 0);
     assert(idle.every(ended), "discarded inits are killed and reaped");
