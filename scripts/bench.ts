@@ -259,4 +259,11 @@ if (import.meta.main) {
     stderr: "inherit",
   }).output();
   if (!gateway.success) console.log("gateway overhead: the comparison failed (see above)");
+  console.log();
+  const leaks = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", fileURLToPath(new URL("./bench_leaks.ts", import.meta.url))],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!leaks.success) console.log("leak scan: the benchmark failed (see above)");
 }

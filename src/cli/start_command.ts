@@ -78,6 +78,7 @@ export async function startCommand(
           maxConnections,
         },
         handle: gateway.handle,
+        status: () => gateway.status(),
       });
     } catch (error) {
       const reason = listenFailure(error, http.listen);

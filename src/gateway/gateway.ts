@@ -14,6 +14,8 @@ import type { TrustLevel } from "../trust/trust_level.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
 import type { IncomingMessage, TurnOutcome } from "./turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
+import { heldSecrets } from "../config/held_secrets.ts";
+import { LeakGuard, type LeakStatus } from "./leak_guard.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
@@ -77,6 +79,8 @@ export class Gateway {
   readonly config: CoopConfig;
   readonly executor: ToolExecutor;
   readonly sessions: SessionStore;
+  /** Scans what leaves the gateway for its own secrets and credential shapes. */
+  readonly leaks: LeakGuard;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   readonly #db: DatabaseSync;
@@ -95,6 +99,7 @@ export class Gateway {
       ...deps.executor,
     });
     this.#providerOptions = deps.provider ?? {};
+    this.leaks = new LeakGuard(config, heldSecrets(config, this.#providerOptions.env));
   }
 
   /** Opens the state database and builds the executor for `config`. */
@@ -169,6 +174,11 @@ export class Gateway {
   /** Each person's turns right now: running, and admitted but waiting (ATTACKS R14). */
   turnCounts(): Record<string, { running: number; waiting: number }> {
     return this.#turns.counts();
+  }
+
+  /** What `/status` shows of the gateway: leaks replaced so far. */
+  status(): { leaks: LeakStatus } {
+    return { leaks: this.leaks.status() };
   }
 
   /** Closes the state database (every message is already committed). */
@@ -265,6 +275,8 @@ export class Gateway {
     });
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
+    const leakScope = () => ({ principal: principal.name, trust: taint.trust, channel });
+    const events = this.leaks.streamed(request.onEvent, leakScope);
     try {
       const result = await runTurn({
         provider,
@@ -273,13 +285,19 @@ export class Gateway {
         history: chatHistory(stored),
         userText: request.text,
         tools,
-        executeTool: executorTool(this.executor, { taint, user, cronJob: request.cronJob }),
+        executeTool: executorTool(this.executor, {
+          taint,
+          user,
+          cronJob: request.cronJob,
+          leaks: this.leaks,
+        }),
         maxIterations: this.config.agent.maxIterations,
         maxTokens: this.config.agent.maxTokens,
         signal,
-        onEvent: request.onEvent,
+        onEvent: events.onEvent,
         onMessage: persist,
       });
+      events.flush();
       log.info("gateway.turn.end", {
         event: "gateway.turn.end",
         channel,
@@ -293,7 +311,8 @@ export class Gateway {
       if (result.stopReason === "cancelled" && signal.reason instanceof GatewayError) {
         throw signal.reason;
       }
-      return { reply: result.reply, session: key.session, tools: result.tools };
+      const reply = this.leaks.redact(result.reply, { ...leakScope(), where: "reply" });
+      return { reply, session: key.session, tools: result.tools };
     } catch (error) {
       if (error instanceof TurnError) {
         log.error("gateway.turn.failed {code}: {message}", {
