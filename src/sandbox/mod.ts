@@ -19,7 +19,7 @@ export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
-export { runOffLoop } from "./off_loop.ts";
+export { runOffLoop, warmOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";
 export type { ProxyTestHooks, SandboxProcess, SandboxStatus, SpawnOptions } from "./spawn.ts";
 export {

@@ -98,13 +98,16 @@ export function protectedPathsTask(
   maxEntries: number,
 ): ProtectedPathsResult {
   if (names.length === 0) return { paths: [] };
-  let entries: Deno.DirEntry[];
+  const entries: Deno.DirEntry[] = [];
   try {
-    entries = [...Deno.readDirSync(workspace)];
+    // One past the limit says enough: going through all of 800,000 took ~10 s on the worker.
+    for (const entry of Deno.readDirSync(workspace)) {
+      entries.push(entry);
+      if (entries.length > maxEntries) return { tooLarge: entries.length };
+    }
   } catch {
     return { paths: [] }; // unreadable or gone: setup reports a missing workspace itself
   }
-  if (entries.length > maxEntries) return { tooLarge: entries.length };
   return { paths: lookUp(workspace, names, entries).sort() };
 }
 

@@ -79,7 +79,7 @@ export class ScanContext {
     readonly neutralise: boolean,
     readonly maxEntries: number,
     /** How directories are listed (default: `DirHandle.list`, on a worker). */
-    readonly list: DirLister = (dir) => dir.list(),
+    readonly list: DirLister = (dir) => dir.list(maxEntries - this.report.entries + 1),
   ) {
     this.report = {
       workspace: root,

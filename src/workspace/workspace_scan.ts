@@ -15,7 +15,7 @@
  */
 import fs from "node:fs";
 import { basename } from "node:path";
-import { DEFAULT_SCAN_LIMIT, runOffLoop } from "../sandbox/mod.ts";
+import { DEFAULT_SCAN_LIMIT, runOffLoop, warmOffLoop } from "../sandbox/mod.ts";
 import { listDirBounded } from "../sandbox/dir_list.ts";
 import { loadTrampoline } from "../sandbox/ffi.ts";
 import { type DirEntry, DirHandle, DISABLED_SUFFIX, errnoCode } from "./dir_handle.ts";
@@ -164,6 +164,20 @@ export async function scanWorkspaceBounded(
       ...rest.findings,
     ],
   };
+}
+
+/** Answers a worker that loaded this module to be ready (`warmScanWorkers`). */
+export function scanWorkerReady(): boolean {
+  return true;
+}
+
+/**
+ * Starts the scan workers and loads this module in them, in the background: a scan that finds
+ * the workspace too big for the event loop then does not wait for, or stall the loop with, a
+ * worker's start (the first small scans need no worker at all).
+ */
+export function warmScanWorkers(): Promise<void> {
+  return warmOffLoop(new URL(import.meta.url), "scanWorkerReady");
 }
 
 /** `scanWorkspace` on a worker thread: the event loop stays free however big the workspace. */
