@@ -228,6 +228,7 @@ const SEPARATE_BENCHES: ReadonlyArray<[string, string]> = [
   ["bench_hardening.ts", "hardening cost"],
   ["bench_proxy.ts", "proxy cost"],
   ["bench_gateway.ts", "gateway overhead"],
+  ["bench_leaks.ts", "leak scan"],
   ["bench_limits.ts", "limits cost"],
   ["bench_node.ts", "exec() under Node"],
   ["bench_channels.ts", "channel overhead"],

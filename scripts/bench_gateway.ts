@@ -22,8 +22,13 @@ const WARMUP_ROUNDS = 3;
 const ROUNDS = 50;
 const COMMAND = "true";
 const FINAL_TEXT = "done";
-/** Goal from issue 6: what the gateway may add to each tool call, at p50. */
-const GOAL_MS_PER_CALL = 2;
+/**
+ * Goal from issue 17 (issue 6 asked ≤ 2 ms, issue 13 ≤ 1 ms with leak scanning on, as it is
+ * here: bob is not the owner): what the gateway may add to each tool call, at p50.
+ */
+const GOAL_MS_PER_CALL = 0.5;
+/** A provider key the gateway holds, so the leak scan looks for it in every result and argument. */
+const BENCH_KEY_ENV = "COOP_BENCH_PROVIDER_KEY";
 /** The executor's output cap (`MAX_CAPTURE_BYTES` in sandbox_executor.ts, not exported). */
 const MAX_CAPTURE_BYTES = 1 << 20;
 /** Messages a turn appends: the user's, then a call and a result per step, then the reply. */
@@ -95,6 +100,7 @@ match = ["http:bob"]
 name = "bench"
 kind = "anthropic"
 base_url = "${providerUrl}"
+api_key_env = "${BENCH_KEY_ENV}"
 `;
   return parseConfig(text, join(dir, "coop.toml"), dir);
 }
@@ -233,7 +239,8 @@ function print(rounds: readonly Round[], config: CoopConfig): void {
 async function main(): Promise<void> {
   console.log(
     `gateway overhead per tool call: ${ROUNDS} rounds after ${WARMUP_ROUNDS} warm-up, each a ` +
-      `${CALLS}-call turn through the gateway and the same ${CALLS} commands through exec()`,
+      `${CALLS}-call turn through the gateway and the same ${CALLS} commands through exec(); ` +
+      "bob is not the owner, so every argument and result is scanned for leaks",
   );
   console.log(
     `deno ${Deno.version.deno}, kernel ${Deno.osRelease()}, ${navigator.hardwareConcurrency} ` +
@@ -243,6 +250,7 @@ async function main(): Promise<void> {
   const provider = startProvider();
   let gateway: Gateway | undefined;
   try {
+    Deno.env.set(BENCH_KEY_ENV, "sk-ant-api03-bench-0123456789abcdefghijklmnopqrstuvwxyz");
     const config = benchConfig(dir, `http://127.0.0.1:${provider.addr.port}`);
     gateway = Gateway.open(config);
     const parts = instrument(gateway);

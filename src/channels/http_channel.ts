@@ -1,6 +1,7 @@
 /**
  * The HTTP channel: `POST /v1/messages` with a bearer token speaks as `http:<id>`;
- * `GET /healthz` answers without authentication. Web-standard Request/Response, so the
+ * `GET /healthz` answers without authentication; `GET /status` (any valid token) the gateway's
+ * counters, such as the leaks it replaced. Web-standard Request/Response, so the
  * handler is tested without a network and served by `serveHttp` (http_server.ts).
  * @module
  */
@@ -29,6 +30,8 @@ export interface HttpChannelOptions {
   /** Larger request bodies get 413. */
   maxBodyBytes: number;
   handle: TurnHandler;
+  /** What `GET /status` answers (e.g. `Gateway.status`); without it, 404. */
+  status?: () => Record<string, unknown>;
 }
 
 const messageBody = z.strictObject({
@@ -109,6 +112,12 @@ export function createHttpHandler(
         response = request.method === "GET"
           ? json(200, { ok: true })
           : problem(405, "method_not_allowed", "use GET");
+      } else if (path === "/status" && options.status) {
+        response = request.method !== "GET"
+          ? problem(405, "method_not_allowed", "use GET")
+          : (sender = caller(request, options.tokens)) === undefined
+          ? problem(401, "unauthorized", "a valid bearer token is required")
+          : json(200, { ok: true, ...options.status() });
       } else if (path !== "/v1/messages") {
         response = problem(404, "not_found", `no route ${path}`);
       } else if (request.method !== "POST") {

@@ -82,6 +82,7 @@ export async function startCommand(
           maxConnections,
         },
         handle: gateway.handle,
+        status: () => gateway.statusReport(),
       });
     } catch (error) {
       const reason = listenFailure(error, http.listen);

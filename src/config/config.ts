@@ -7,7 +7,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import type { Budget } from "./budget_settings.ts";
 import { ConfigError, diagnosticsFromIssues } from "./config_diagnostic.ts";
-import { configSchema, type RawConfig } from "./config_schema.ts";
+import { configSchema, type OWNER_LEAK_SCANS, type RawConfig } from "./config_schema.ts";
 import type { PairingSettings } from "./pairing_settings.ts";
 import {
   globalSandboxSettings,
@@ -79,6 +79,8 @@ export interface CoopConfig {
     maxIterations: number;
     /** Cap on tokens per model response. */
     maxTokens: number;
+    /** What of the owner's turns is scanned for leaks (others' turns always are, wholly). */
+    ownerLeakScan: typeof OWNER_LEAK_SCANS[number];
     /** Turns of one person that may run at once (the owner is exempt; see `turnLimitFor`). */
     maxConcurrentTurnsPerUser: number;
     /** Turns of one person that may wait beyond those; more are refused. */
@@ -153,6 +155,7 @@ export function parseConfig(
       stateDir,
       maxIterations: raw.agent.max_iterations,
       maxTokens: raw.agent.max_tokens,
+      ownerLeakScan: raw.agent.owner_leak_scan,
       maxConcurrentTurnsPerUser: raw.agent.max_concurrent_turns_per_user,
       maxQueuedTurnsPerUser: raw.agent.max_queued_turns_per_user,
       maxSendFileBytes: raw.agent.max_send_file_size,

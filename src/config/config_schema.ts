@@ -152,6 +152,9 @@ export const providerSchema = z.strictObject({
 const concurrentTurns = z.number().int("must be a whole number").min(1, "must be at least 1")
   .max(1000, "must be at most 1000");
 
+/** `[agent] owner_leak_scan`: what of the owner's turns the leak detector scans (docs/security.md). */
+export const OWNER_LEAK_SCANS = ["channel_replies", "everything", "off"] as const;
+
 /** `[agent]` keys of the per-person turn cap; `[[users]] max_concurrent_turns` overrides one. */
 const turnLimitShape = {
   max_concurrent_turns_per_user: concurrentTurns.default(4),
@@ -168,6 +171,7 @@ export const configSchema = z.strictObject({
     max_tokens: z.number().int("must be a whole number").min(1).default(8192),
     workspace: z.string().min(1, "must not be empty").optional(),
     state_dir: z.string().min(1, "must not be empty").optional(),
+    owner_leak_scan: z.enum(OWNER_LEAK_SCANS).default("channel_replies"),
     ...turnLimitShape,
     max_send_file_size: sendFileSize.default(DEFAULT_MAX_SEND_FILE_BYTES),
   }).prefault({}),

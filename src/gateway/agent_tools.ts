@@ -9,6 +9,7 @@ import type { ToolName } from "../trust/tool_names.ts";
 import { decide, type Principal, type Situation } from "../trust/authorization.ts";
 import type { ToolFile } from "../tools/tool_contract.ts";
 import type { ToolCall, ToolCallOutcome, ToolExecutor } from "../tools/tool_executor.ts";
+import type { LeakGuard, LeakScope } from "./leak_guard.ts";
 import type { TurnTaint } from "./turn_taint.ts";
 
 function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, unknown> {
@@ -47,6 +48,8 @@ export interface TurnBinding
   taint: TurnTaint;
   /** Receives the files the turn's calls send to the chat (`send_file`), in order. */
   files?: ToolFile[];
+  /** Scans each call's arguments and result (none: nothing is scanned). */
+  leaks?: LeakGuard;
 }
 
 /**
@@ -55,14 +58,24 @@ export interface TurnBinding
  * before the next call (ATTACKS P14); the model is told when and why that lowered the turn.
  */
 export function executorTool(executor: ToolExecutor, turn: TurnBinding): ExecuteTool {
-  const { taint, files, ...rest } = turn;
+  const { taint, files, leaks, ...rest } = turn;
+  const scope = (where: LeakScope["where"], tool: string): LeakScope => ({
+    where,
+    tool,
+    principal: taint.principal.name,
+    trust: taint.trust,
+    channel: taint.situation.channel,
+  });
+  const redact = (text: string, tool: string) =>
+    leaks ? leaks.redact(text, scope("tool_result", tool)) : text;
   return async (name, args, signal) => {
+    const into = name === "memory_write" ? "memory_write" : "tool_arguments";
     const outcome = await executor.call({
       ...rest,
       principal: taint.principal,
       situation: taint.situation,
       tool: name,
-      args,
+      args: leaks ? leaks.redactArguments(args, scope(into, name)) : args,
       signal,
     });
     if (outcome.file && !outcome.isError && files) {
@@ -82,7 +95,7 @@ export function executorTool(executor: ToolExecutor, turn: TurnBinding): Execute
     const ran = outcome.decision?.allowed === true;
     const note = taintNote(outcome, lowered.length > 0, taint);
     return {
-      content: note ? `${outcome.content}\n[${note}]` : outcome.content,
+      content: redact(note ? `${outcome.content}\n[${note}]` : outcome.content, name),
       isError: outcome.isError,
       sandboxed: ran && outcome.decision?.placement === "sandbox",
       exitCode: outcome.exitCode ?? null,

@@ -4,6 +4,7 @@
  * (the owner deciding pairing requests from a chat). Whether one may is `authorize()`'s call.
  * @module
  */
+import type { LeakStatus } from "./leak_guard.ts";
 import { parseArgs } from "node:util";
 import type { CoopConfig, UserConfig } from "../config/config.ts";
 import { CoopError } from "../errors/coop_error.ts";
@@ -63,6 +64,8 @@ export interface ChatCommandContext {
   /** Configured users and whether the sandbox is on. */
   config: Pick<CoopConfig, "users" | "sandbox">;
   pairing: PairingStore;
+  /** Leaks replaced since the gateway started (shown to the owner). */
+  leaks?: LeakStatus;
   /** Milliseconds since the epoch; default now. */
   now?: number;
 }
@@ -117,6 +120,13 @@ export function statusText(context: ChatCommandContext): string {
   const decision = authorize(principal, situation(context), { kind: "pairing", op: "list" });
   if (!decision.allowed) return lines.join("\n");
   lines.push(...peopleLines(context.config.users, context.pairing, context.now ?? Date.now()));
+  if (context.leaks) {
+    const kinds = Object.entries(context.leaks.byKind).map(([kind, n]) => `${kind} ${n}`);
+    lines.push(
+      `leaks redacted since start: ${context.leaks.detected}` +
+        (kinds.length ? ` (${kinds.join(", ")})` : ""),
+    );
+  }
   return lines.join("\n");
 }
 

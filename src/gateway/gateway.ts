@@ -14,6 +14,8 @@ import type { TrustLevel } from "../trust/trust_level.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
 import type { IncomingMessage, OutgoingFile, TurnOutcome } from "./turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
+import { heldSecrets } from "../config/held_secrets.ts";
+import { LeakGuard, type LeakStatus } from "./leak_guard.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
@@ -84,6 +86,8 @@ export class Gateway {
   /** Pairing requests and paired people (shared with `coop pairing` through the database). */
   readonly pairing: PairingStore;
   readonly #pairingGate: PairingGate;
+  /** Scans what leaves the gateway for its own secrets and credential shapes. */
+  #leaks: LeakGuard;
   /** Each person's turns running and waiting (ATTACKS R14). */
   readonly #turns = new TurnLimiter();
   /** Budgets per person and group chat, counted in the state database. */
@@ -113,6 +117,7 @@ export class Gateway {
     this.#usage = new UsageStore(db);
     this.#usage.prune(LONGEST_BUDGET_WINDOW_MS);
     this.#budgets = new BudgetGate(config, this.#usage);
+    this.#leaks = new LeakGuard(config, heldSecrets(config, this.#providerOptions.env));
   }
 
   /** The config new turns run under. */
@@ -125,6 +130,11 @@ export class Gateway {
     return this.#executor;
   }
 
+  /** Scans what leaves the gateway for its own secrets and credential shapes. */
+  get leaks(): LeakGuard {
+    return this.#leaks;
+  }
+
   /**
    * Applies a reloaded config (already checked) to every turn that starts from now on; turns in
    * flight keep the config and executor they started with. The state directory is not moved.
@@ -134,6 +144,8 @@ export class Gateway {
     this.#executor = this.#newExecutor(config);
     // Group budgets come from the new config; the counters stay (they are in the database).
     this.#budgets = new BudgetGate(config, this.#usage);
+    // The secrets held may have changed (a re-keyed channel); the counts go on.
+    this.#leaks = this.#leaks.reconfigured(config, heldSecrets(config, this.#providerOptions.env));
   }
 
   #newExecutor(config: CoopConfig): ToolExecutor {
@@ -170,7 +182,7 @@ export class Gateway {
     if (this.#pairingGate.applies(route, message)) return this.#pairingGate.answer(message);
     const plan = planMessage(message, route);
     if (plan.kind === "command") {
-      const known = { config: this.config, pairing: this.pairing };
+      const known = { config: this.config, pairing: this.pairing, leaks: this.leaks.status() };
       return {
         reply: runChatCommand(plan.command, { route, message, ...known }),
         session: "",
@@ -195,7 +207,12 @@ export class Gateway {
 
   /** `/status` for a sender (the terminal's shows it too). */
   status(channel: string, sender: string): string {
-    const context = { message: { channel, sender }, config: this.config, pairing: this.pairing };
+    const context = {
+      message: { channel, sender },
+      config: this.config,
+      pairing: this.pairing,
+      leaks: this.leaks.status(),
+    };
     return runChatCommand({ name: "status" }, { route: this.route(channel, sender), ...context });
   }
 
@@ -245,6 +262,11 @@ export class Gateway {
   /** Each person's turns right now: running, and admitted but waiting (ATTACKS R14). */
   turnCounts(): Record<string, { running: number; waiting: number }> {
     return this.#turns.counts();
+  }
+
+  /** What `/status` shows of the gateway: leaks replaced so far. */
+  statusReport(): { leaks: LeakStatus } {
+    return { leaks: this.leaks.status() };
   }
 
   /** Closes the state database (every message is already committed). */
@@ -347,6 +369,8 @@ export class Gateway {
     // The user's message is committed before the model sees it: a crash cannot lose it.
     persist({ role: "user", content: request.text });
     const files: OutgoingFile[] = [];
+    const leakScope = () => ({ principal: principal.name, trust: taint.trust, channel });
+    const events = this.leaks.streamed(request.onEvent, leakScope);
     try {
       const result = await runTurn({
         provider,
@@ -361,15 +385,17 @@ export class Gateway {
           cronJob: request.cronJob,
           onSandboxSeconds: meter.addSandboxSeconds,
           files,
+          leaks: this.leaks,
           ...(request.group ? { groupDir: request.group.dir } : {}),
         }),
         maxIterations: config.agent.maxIterations,
         maxTokens: config.agent.maxTokens,
         signal,
-        onEvent: request.onEvent,
+        onEvent: events.onEvent,
         onMessage: persist,
         onUsage: (usage) => meter.addTokens(usage.inputTokens + usage.outputTokens),
       });
+      events.flush();
       log.info("gateway.turn.end", {
         event: "gateway.turn.end",
         channel,
@@ -383,8 +409,9 @@ export class Gateway {
       if (result.stopReason === "cancelled" && signal.reason instanceof GatewayError) {
         throw signal.reason;
       }
+      const reply = this.leaks.redact(result.reply, { ...leakScope(), where: "reply" });
       return {
-        reply: result.reply,
+        reply,
         session: key.session,
         tools: result.tools,
         ...(files.length ? { files } : {}),

@@ -20,7 +20,7 @@ export type { ExecOptions, ExecResult } from "./exec.ts";
 export type { DiskQuotaReport } from "./disk_quota.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
-export { runOffLoop } from "./off_loop.ts";
+export { runOffLoop, warmOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";
 export type {
   ProxyTestHooks,

@@ -92,7 +92,20 @@ function pickSlot(): Slot {
  * ```
  */
 export function runOffLoop<T>(module: URL, name: string, args: unknown[]): Promise<T> {
-  const slot = pickSlot();
+  return dispatch<T>(pickSlot(), module, name, args);
+}
+
+/**
+ * Starts the workers now and has each import `module` and call its export `name` (without
+ * arguments), so that the first real task — which may come when a sandbox made a workspace
+ * huge — pays for neither the worker's start nor the module's load (ATTACKS R12).
+ */
+export async function warmOffLoop(module: URL, name: string): Promise<void> {
+  pickSlot();
+  await Promise.all(slots.map((slot) => dispatch(slot, module, name, [])));
+}
+
+function dispatch<T>(slot: Slot, module: URL, name: string, args: unknown[]): Promise<T> {
   const id = nextId++;
   return new Promise<T>((resolve, reject) => {
     slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });

@@ -12,9 +12,10 @@
  * more than a whole small lookup, hence the split.
  * @module
  */
-import { existsSync, lstatSync, readdirSync } from "node:fs";
+import { type Dir, existsSync, lstatSync, opendirSync } from "node:fs";
 import { SandboxUnavailableError, SandboxWorkspaceError } from "./errors.ts";
-import { cString, loadTrampoline } from "./ffi.ts";
+import { listDirBounded } from "./dir_list.ts";
+import { loadTrampoline } from "./ffi.ts";
 import { runOffLoop } from "./off_loop.ts";
 
 /** Default entry limit of the lookup (`policy.scanLimit`). */
@@ -97,17 +98,24 @@ export function protectedPathsTask(
   maxEntries: number,
 ): ProtectedPathsResult {
   if (names.length === 0) return { paths: [] };
-  let entries: TopEntry[];
+  const entries: TopEntry[] = [];
+  let dir: Dir | undefined;
   try {
-    entries = readdirSync(workspace, { withFileTypes: true }).map((entry) => ({
-      name: entry.name,
-      isSymlink: entry.isSymbolicLink(),
-      isDirectory: entry.isDirectory(),
-    }));
+    dir = opendirSync(workspace);
+    // One past the limit says enough: going through all of 800,000 took ~10 s on the worker.
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+      entries.push({
+        name: entry.name,
+        isSymlink: entry.isSymbolicLink(),
+        isDirectory: entry.isDirectory(),
+      });
+      if (entries.length > maxEntries) return { tooLarge: entries.length };
+    }
   } catch {
     return { paths: [] }; // unreadable or gone: setup reports a missing workspace itself
+  } finally {
+    dir?.closeSync();
   }
-  if (entries.length > maxEntries) return { tooLarge: entries.length };
   return { paths: lookUp(workspace, names, entries).sort() };
 }
 
@@ -135,41 +143,24 @@ function lookUp(workspace: string, names: readonly string[], entries: TopEntry[]
   return found;
 }
 
-const E2BIG = 7;
-const DT_DIR = 4, DT_LNK = 10, DT_UNKNOWN = 0;
-const utf8 = new TextDecoder();
-
 /**
  * The workspace's top when its listing fits `ON_LOOP_BYTES`, else null. Unreadable or gone:
  * no entries, as on the worker (setup reports a missing workspace itself).
  */
 async function smallTop(workspace: string): Promise<TopEntry[] | null> {
   const lib = await loadTrampoline();
-  const buffer = new Uint8Array(ON_LOOP_BYTES);
-  const used = Number(lib.coop_list_dir(cString(workspace), buffer, BigInt(buffer.length)));
-  if (used === -E2BIG) return null;
-  if (used < 0) return [];
-  const view = new DataView(buffer.buffer, 0, used);
-  const entries: TopEntry[] = [];
-  // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), NUL-terminated name.
-  for (let at = 0; at < used; at += view.getUint16(at + 16, true)) {
-    const type = view.getUint8(at + 18);
-    const end = buffer.indexOf(0, at + 19);
-    const name = utf8.decode(buffer.subarray(at + 19, end));
-    if (name === "." || name === "..") continue;
-    if (type !== DT_UNKNOWN) {
-      entries.push({ name, isSymlink: type === DT_LNK, isDirectory: type === DT_DIR });
-      continue;
-    }
-    // Some file systems do not say; ask (a name that vanished meanwhile is left out).
-    try {
-      const info = lstatSync(`${workspace}/${name}`);
-      entries.push({ name, isSymlink: info.isSymbolicLink(), isDirectory: info.isDirectory() });
-    } catch {
-      // gone
-    }
+  let listed;
+  try {
+    listed = listDirBounded(lib, workspace, new Uint8Array(ON_LOOP_BYTES));
+  } catch {
+    return [];
   }
-  return entries;
+  if (listed === "too-large") return null;
+  return listed.map(({ name, kind }) => ({
+    name,
+    isSymlink: kind === "symlink",
+    isDirectory: kind === "dir",
+  }));
 }
 
 function isPlainEntry(path: string): boolean {

@@ -215,8 +215,10 @@ export class ToolExecutor {
     if (!onHost) scope.protectedNames = settings.protectedNames;
     try {
       // Only the gateway's user may enter what it creates; an existing directory keeps its
-      // mode (coop check and coop start warn when it lets other local users in).
-      await Deno.mkdir(scope.hostRoot, { recursive: true, mode: WORKSPACE_DIR_MODE });
+      // mode (coop check and coop start warn when it lets other local users in). Synchronous:
+      // a few microseconds, where the asynchronous call's thread-pool round trip cost ~0.1 ms
+      // (more on a busy machine).
+      Deno.mkdirSync(scope.hostRoot, { recursive: true, mode: WORKSPACE_DIR_MODE });
     } catch (error) {
       const message = errorMessage(error);
       return {

@@ -68,13 +68,20 @@ export class DirHandle {
     return dir;
   }
 
-  /** The entries, without `.` and `..`. */
-  list(): DirEntry[] {
+  /**
+   * The entries, without `.` and `..`; at most `max` of them (a scan past its entry limit needs
+   * one more to know, not all 800,000: going through them all took ~10 s).
+   */
+  list(max = Infinity): DirEntry[] {
+    const entries: DirEntry[] = [];
+    if (max <= 0) return entries;
     // Deno's own listing: two to three times faster than node:fs's with file types.
-    return [...Deno.readDirSync(this.at("."))].map((d) => ({
-      name: d.name,
-      kind: d.isDirectory ? "dir" : d.isSymlink ? "symlink" : d.isFile ? "file" : "other",
-    }));
+    for (const d of Deno.readDirSync(this.at("."))) {
+      const kind = d.isDirectory ? "dir" : d.isSymlink ? "symlink" : d.isFile ? "file" : "other";
+      entries.push({ name: d.name, kind });
+      if (entries.length >= max) break;
+    }
+    return entries;
   }
 
   /** lstat of `name`; null when it does not exist. */

@@ -60,7 +60,7 @@ export function inspectGitSymlink(ctx: ScanContext, dir: DirHandle, name: string
  * aside and made non-executable (git runs a hook only by its exact name, executable).
  */
 export function inspectHooks(ctx: ScanContext, hooks: DirHandle): void {
-  const entries = hooks.list();
+  const entries = ctx.list(hooks);
   ctx.count(entries.length);
   for (const { name, kind } of entries) {
     const path = `${hooks.path}/${name}`;

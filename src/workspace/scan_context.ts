@@ -5,7 +5,7 @@
  */
 import { isInside } from "../sandbox/path_containment.ts";
 import { relative } from "node:path";
-import { type DirHandle, errnoCode } from "./dir_handle.ts";
+import { type DirEntry, type DirHandle, errnoCode } from "./dir_handle.ts";
 import type { PathTrace } from "./path_trace.ts";
 
 /** One file a host tool would run or load by itself, and which tool (ATTACKS F23). */
@@ -54,6 +54,15 @@ const COARSE_CLOCK_MS = 50;
 /** Thrown to end a scan early (the entry limit); the report says why. */
 export class ScanStop extends Error {}
 
+/**
+ * Thrown by a scan on the event loop that met more than it may read there (a listing larger
+ * than its buffer, too many directories); a worker scans the workspace again.
+ */
+export class NeedsWorker extends ScanStop {}
+
+/** Reads a directory's entries (`DirHandle.list`, or a bounded listing on the event loop). */
+export type DirLister = (dir: DirHandle) => DirEntry[];
+
 /** The state of one scan. */
 export class ScanContext {
   readonly report: WorkspaceScanReport;
@@ -69,6 +78,8 @@ export class ScanContext {
     /** True after a call: make things harmless; false: only report (`coop check`). */
     readonly neutralise: boolean,
     readonly maxEntries: number,
+    /** How directories are listed (default: `DirHandle.list`, on a worker). */
+    readonly list: DirLister = (dir) => dir.list(maxEntries - this.report.entries + 1),
   ) {
     this.report = {
       workspace: root,

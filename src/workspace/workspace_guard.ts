@@ -1,6 +1,6 @@
 /**
  * After every non-owner call that can write (ATTACKS F23, F27, R12): scan what the call changed
- * in the workspace, off the event loop; neutralise what git would obey on the host; tell the
+ * in the workspace (on the event loop while it is small, else on a worker); neutralise what git would obey on the host; tell the
  * owner (log), the user and the model (the tool result) what was disabled and why.
  *
  * A scan that could not see everything (too many entries, unreadable directories) keeps its
@@ -13,7 +13,7 @@ import { relative } from "node:path";
 import { errorMessage } from "../errors/coop_error.ts";
 import { WORKSPACE_MOUNT as SANDBOX_WORKSPACE_MOUNT } from "../sandbox/environment.ts";
 import type { AutoexecFile, GitNeutralised } from "./scan_context.ts";
-import { scanWorkspaceOffLoop } from "./workspace_scan.ts";
+import { scanWorkspaceBounded, warmScanWorkers } from "./workspace_scan.ts";
 
 const log = getLogger(["coop", "executor"]);
 
@@ -37,6 +37,8 @@ export class WorkspaceGuard {
   readonly #unverifiedSince = new Map<string, number>();
   /** The scan running per workspace: two calls of one user end together, scans take turns. */
   readonly #running = new Map<string, Promise<unknown>>();
+  /** The scan workers, started in the background at the first scan (see `warmScanWorkers`). */
+  #warming: Promise<void> | undefined;
 
   /** Scans `workspace` for what changed since `started` (earlier if a scan was incomplete). */
   afterCall(
@@ -45,6 +47,9 @@ export class WorkspaceGuard {
     started: number,
     maxEntries: number,
   ): Promise<AfterCallFindings> {
+    this.#warming ??= warmScanWorkers().catch((error) => {
+      log.warn("workspace.scan_workers {error}", { error: errorMessage(error) });
+    });
     const previous = this.#running.get(workspace) ?? Promise.resolve();
     const next = previous.then(() => this.#scan(principal, workspace, started, maxEntries));
     const settled = next.catch(() => {});
@@ -64,7 +69,7 @@ export class WorkspaceGuard {
     const since = Math.min(started, this.#unverifiedSince.get(workspace) ?? started);
     let report;
     try {
-      report = await scanWorkspaceOffLoop(workspace, { since, neutralise: true, maxEntries });
+      report = await scanWorkspaceBounded(workspace, { since, neutralise: true, maxEntries });
     } catch (error) {
       report = null;
       log.error("workspace.scan_failed {workspace}: {error}", {

@@ -180,9 +180,11 @@ Deno.test("gateway: [channels.terminal] user names the terminal's user outright"
 Deno.test("gateway: drain cancels the turn in flight and refuses new ones", async () => {
   await withGateway([format.hanging("thinking")], async (gateway) => {
     let streamed = "";
+    // The owner on the terminal: their text streams as it comes (a non-owner's is held until
+    // the model's response is complete, for the leak scan — tests/gateway/leak_guard_test.ts).
     const turn = gateway.handle({
-      channel: "http",
-      sender: "bob",
+      channel: "terminal",
+      sender: "default",
       text: "long",
       session: "d1",
       onEvent: (event) => event.type === "text" && (streamed += event.text),
@@ -197,7 +199,7 @@ Deno.test("gateway: drain cancels the turn in flight and refuses new ones", asyn
     );
     assertMatch(refused.message, /shutting down/);
     // What was said is kept: the message and the text streamed before the cancel.
-    const history = gateway.sessions.history({ channel: "http", user: "bob", session: "d1" });
+    const history = gateway.sessions.history({ channel: "terminal", user: "alice", session: "d1" });
     assertEquals(history.map((m) => m.role), ["user", "assistant"]);
   });
 });

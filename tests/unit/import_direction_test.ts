@@ -13,6 +13,7 @@ import { assert, assertEquals } from "../assert.ts";
 const RANKS = [
   "sandbox",
   "errors",
+  "leaks",
   "trust",
   "config",
   "state",
