@@ -7,7 +7,10 @@
  * runs under, and confining nothing else.
  * @module
  */
+import { readFileSync } from "node:fs";
+import process from "node:process";
 import { ERRNO } from "./errno.ts";
+import { runtimeName } from "./native_runtime.ts";
 
 /** The sysctl, as a path below the proc root. */
 export const RESTRICT_SYSCTL = "sys/kernel/apparmor_restrict_unprivileged_userns";
@@ -28,7 +31,7 @@ export interface AppArmorUserns {
 
 function readOrNull(path: string): string | null {
   try {
-    return Deno.readTextFileSync(path).trim();
+    return readFileSync(path, "utf8").trim();
   } catch {
     return null;
   }
@@ -36,8 +39,11 @@ function readOrNull(path: string): string | null {
 
 /** The fix, naming the binary the profile must grant `userns` to. */
 export function appArmorFix(runtime: string): string {
+  // `coop setup apparmor` defaults to the Deno binary it runs under; under Node the library's
+  // runtime is node, which the command must then be told.
+  const flag = runtimeName() === "node" ? ` --runtime ${runtime}` : "";
   return `Ubuntu's AppArmor denies user namespaces to programs without a profile ` +
-    `(kernel.apparmor_restrict_unprivileged_userns = 1). Run \`sudo coop setup apparmor\` ` +
+    `(kernel.apparmor_restrict_unprivileged_userns = 1). Run \`sudo coop setup apparmor${flag}\` ` +
     `once: it loads a profile that grants userns to ${runtime} and nothing else. ` +
     "(Turning the restriction off for every program, `sudo sysctl " +
     "kernel.apparmor_restrict_unprivileged_userns=0`, also works but weakens the whole host.)";
@@ -54,8 +60,8 @@ export function appArmorFix(runtime: string): string {
  */
 export function detectAppArmorUserns(
   procRoot = "/proc",
-  uid: number = Deno.uid() ?? 0,
-  runtime: string = Deno.execPath(),
+  uid: number = process.getuid?.() ?? 0,
+  runtime: string = process.execPath,
 ): AppArmorUserns {
   const value = readOrNull(`${procRoot}/${RESTRICT_SYSCTL}`);
   // "coop-deno (unconfined)" for our profile; "unconfined" without one.

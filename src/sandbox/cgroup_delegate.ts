@@ -9,7 +9,11 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { readFileSync } from "node:fs";
+import process from "node:process";
 import { type CgroupHost, cgroupHost, forgetCgroupHost, parseProcCgroup } from "./cgroup_host.ts";
+import { isNotFound } from "./errno.ts";
+import { runHostProgram } from "./host_program.ts";
 
 const log = getLogger(["coop", "sandbox"]);
 
@@ -19,13 +23,8 @@ export interface CommandOutcome {
   stderr: string;
 }
 
-/** Runs a host program; throws Deno.errors.NotFound when it is not installed. */
+/** Runs a host program; rejects with an ENOENT error (`isNotFound`) when it is not installed. */
 export type RunCommand = (program: string, args: string[]) => Promise<CommandOutcome>;
-
-async function runCommand(program: string, args: string[]): Promise<CommandOutcome> {
-  const out = await new Deno.Command(program, { args, stdin: "null", stdout: "null" }).output();
-  return { code: out.code, stderr: new TextDecoder().decode(out.stderr).trim() };
-}
 
 /** What `delegateUserScope` did. */
 export interface DelegationOutcome {
@@ -70,16 +69,16 @@ export function startTransientScopeArgs(unit: string, pid: number): string[] {
  * ```
  */
 export async function delegateUserScope(
-  run: RunCommand = runCommand,
-  readProcCgroup: () => string = () => Deno.readTextFileSync("/proc/self/cgroup"),
+  run: RunCommand = runHostProgram,
+  readProcCgroup: () => string = () => readFileSync("/proc/self/cgroup", "utf8"),
   waitMs = 2000,
 ): Promise<DelegationOutcome> {
-  const unit = `coop-${Deno.pid}.scope`;
+  const unit = `coop-${process.pid}.scope`;
   let outcome: CommandOutcome;
   try {
-    outcome = await run("busctl", startTransientScopeArgs(unit, Deno.pid));
+    outcome = await run("busctl", startTransientScopeArgs(unit, process.pid));
   } catch (error) {
-    const why = error instanceof Deno.errors.NotFound ? "busctl is not installed" : String(error);
+    const why = isNotFound(error) ? "busctl is not installed" : String(error);
     return { scope: null, detail: `no systemd user instance to delegate a cgroup (${why})` };
   }
   if (outcome.code !== 0) {
@@ -109,7 +108,9 @@ export async function delegateUserScope(
  */
 export async function cgroupHostWithDelegation(run?: RunCommand): Promise<CgroupHost> {
   const host = cgroupHost();
-  if (host.v2 || (Deno.uid() ?? 0) === 0 || !/not delegated/.test(host.v2Reason)) return host;
+  if (host.v2 || (process.getuid?.() ?? 0) === 0 || !/not delegated/.test(host.v2Reason)) {
+    return host;
+  }
   const { detail } = await delegateUserScope(run);
   log.info("sandbox.cgroup.delegation {detail}", { detail });
   return cgroupHost();

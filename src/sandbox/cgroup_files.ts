@@ -3,7 +3,9 @@
  * sandbox cgroups, and small readers of cgroupfs files.
  * @module
  */
-import { ERRNO } from "./errno.ts";
+import { readFileSync, rmdirSync, statSync } from "node:fs";
+import process from "node:process";
+import { ERRNO, errnoOf } from "./errno.ts";
 
 /** Violations read from the sandbox's cgroups at teardown. */
 export interface CgroupViolations {
@@ -34,19 +36,13 @@ const realm = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
 
 /** A fresh name for one sandbox's cgroup: `coop-<gateway pid>-<realm>-<n>`. */
 export function sandboxCgroupName(): string {
-  return `coop-${Deno.pid}-${realm}-${++sequence}`;
-}
-
-/** The errno of a failed Deno file call (EIO when Deno does not say). */
-export function errnoOf(error: unknown): number {
-  const code = (error as { code?: string }).code ?? "";
-  return ERRNO[code] ?? 5;
+  return `coop-${process.pid}-${realm}-${++sequence}`;
 }
 
 /** True when `path` exists. */
 export function exists(path: string): boolean {
   try {
-    Deno.statSync(path);
+    statSync(path);
     return true;
   } catch {
     return false;
@@ -56,7 +52,7 @@ export function exists(path: string): boolean {
 /** Reads `key N` from a flat-keyed cgroup file; 0 when absent. */
 export function counter(path: string, key: string): number {
   try {
-    const text = Deno.readTextFileSync(path);
+    const text = readFileSync(path, "utf8");
     const match = new RegExp(`^${key} (\\d+)$`, "m").exec(text);
     return match ? Number(match[1]) : 0;
   } catch {
@@ -68,13 +64,13 @@ export function counter(path: string, key: string): number {
 export function killAll(procs: string): void {
   let text = "";
   try {
-    text = Deno.readTextFileSync(procs);
+    text = readFileSync(procs, "utf8");
   } catch {
     return;
   }
   for (const pid of text.split("\n").filter(Boolean)) {
     try {
-      Deno.kill(Number(pid), "SIGKILL");
+      process.kill(Number(pid), "SIGKILL");
     } catch {
       // already gone
     }
@@ -88,7 +84,7 @@ export function killAll(procs: string): void {
 export async function removeCgroupDir(dir: string, kill: () => void): Promise<void> {
   for (let attempt = 0; attempt < 50; attempt++) {
     try {
-      Deno.removeSync(dir);
+      rmdirSync(dir);
       return;
     } catch (error) {
       if (errnoOf(error) === ERRNO.ENOENT) return;

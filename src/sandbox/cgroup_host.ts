@@ -5,7 +5,7 @@
  * once per process.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import process from "node:process";
 import { isInside } from "./path_containment.ts";
 
@@ -107,7 +107,7 @@ function readText(path: string): string | null {
 
 function ownerOf(path: string): number | null {
   try {
-    return Deno.statSync(path).uid;
+    return statSync(path).uid;
   } catch {
     return null;
   }
@@ -186,7 +186,7 @@ export function describeCgroupHost(
   uid: number,
   read: (path: string) => string | null = readText,
   owner: (path: string) => number | null = ownerOf,
-  selfPid: number = Deno.pid,
+  selfPid: number = process.pid,
 ): CgroupHost {
   const mounts = parseCgroupMounts(mountinfo);
   const paths = parseProcCgroup(procCgroup);

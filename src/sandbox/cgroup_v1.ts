@@ -9,13 +9,13 @@ import { mkdirSync, rmdirSync, writeFileSync } from "node:fs";
 import {
   type CgroupViolations,
   counter,
-  errnoOf,
   exists,
   killAll,
   removeCgroupDir,
   type SandboxCgroup,
   sandboxCgroupName,
 } from "./cgroup_files.ts";
+import { errnoOf } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
 import type { CgroupV1Dir } from "./limits.ts";
 import { stepName } from "./protocol.ts";

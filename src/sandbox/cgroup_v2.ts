@@ -8,17 +8,17 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import {
   type CgroupViolations,
   counter,
-  errnoOf,
   exists,
   killAll,
   removeCgroupDir,
   type SandboxCgroup,
   sandboxCgroupName,
 } from "./cgroup_files.ts";
-import { ERRNO } from "./errno.ts";
+import { ERRNO, errnoOf } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
 import type { CgroupV2Dir } from "./limits.ts";
 import { stepName } from "./protocol.ts";
@@ -46,16 +46,16 @@ export function enableControllers(parent: string, controllers: readonly string[]
   const needed = controllers.filter((c) => !done.has(c));
   if (needed.length === 0) return;
   const control = `${parent}/cgroup.subtree_control`;
-  const enabled = Deno.readTextFileSync(control).trim().split(/\s+/);
+  const enabled = readFileSync(control, "utf8").trim().split(/\s+/);
   const missing = needed.filter((c) => !enabled.includes(c));
   if (missing.length) {
     const request = missing.map((c) => `+${c}`).join(" ");
     try {
-      Deno.writeTextFileSync(control, request);
+      writeFileSync(control, request);
     } catch (error) {
       if (errnoOf(error) !== ERRNO.EBUSY) throw error;
       moveProcessesToLeaf(parent);
-      Deno.writeTextFileSync(control, request);
+      writeFileSync(control, request);
     }
   }
   prepared.set(parent, new Set([...done, ...needed]));
@@ -63,11 +63,11 @@ export function enableControllers(parent: string, controllers: readonly string[]
 
 function moveProcessesToLeaf(parent: string): void {
   const leaf = `${parent}/${GATEWAY_LEAF}`;
-  if (!exists(leaf)) Deno.mkdirSync(leaf);
-  const pids = Deno.readTextFileSync(`${parent}/cgroup.procs`).split("\n").filter(Boolean);
+  if (!exists(leaf)) mkdirSync(leaf);
+  const pids = readFileSync(`${parent}/cgroup.procs`, "utf8").split("\n").filter(Boolean);
   for (const pid of pids) {
     try {
-      Deno.writeTextFileSync(`${leaf}/cgroup.procs`, pid);
+      writeFileSync(`${leaf}/cgroup.procs`, pid);
     } catch (error) {
       if (errnoOf(error) !== ERRNO.ESRCH) throw error; // it exited meanwhile
     }
@@ -99,14 +99,14 @@ export class CgroupV2Sandbox implements SandboxCgroup {
     let made = false;
     try {
       enableControllers(plan.parent, plan.controllers);
-      Deno.mkdirSync(dir);
+      mkdirSync(dir);
       made = true;
       for (const [file, value] of plan.files) {
         if (OPTIONAL_FILES.has(file) && !exists(`${dir}/${file}`)) continue;
-        Deno.writeTextFileSync(`${dir}/${file}`, value);
+        writeFileSync(`${dir}/${file}`, value);
       }
     } catch (error) {
-      if (made) Deno.removeSync(dir); // empty: nothing joined yet
+      if (made) rmdirSync(dir); // empty: nothing joined yet
       throw new SandboxSetupError(
         stepName(STEP_CGROUP),
         errnoOf(error),
@@ -126,7 +126,7 @@ export class CgroupV2Sandbox implements SandboxCgroup {
   kill(): void {
     if (this.#removed) return;
     try {
-      Deno.writeTextFileSync(`${this.dir}/cgroup.kill`, "1");
+      writeFileSync(`${this.dir}/cgroup.kill`, "1");
     } catch {
       // Before 5.14 there is no cgroup.kill: signal each listed process instead.
       killAll(`${this.dir}/cgroup.procs`);
@@ -136,7 +136,7 @@ export class CgroupV2Sandbox implements SandboxCgroup {
   /** Reads OOM kills (`memory.events`) and pids-limit hits (`pids.events`). */
   violations(): CgroupViolations {
     const pids = exists(`${this.dir}/pids.max`) &&
-      Deno.readTextFileSync(`${this.dir}/pids.max`).trim() !== "max";
+      readFileSync(`${this.dir}/pids.max`, "utf8").trim() !== "max";
     return {
       oomKilled: counter(`${this.dir}/memory.events`, "oom_kill") > 0,
       pidsLimitHit: pids ? counter(`${this.dir}/pids.events`, "max") > 0 : null,

@@ -27,3 +27,18 @@ export function errnoName(errno: number): string {
 export function errnoText(errno: number): string {
   return SYSTEM_ERRORS.get(-errno)?.[1] ?? `errno ${errno}`;
 }
+
+/** The errno of a failed `node:fs` call, from its `code` (EIO when the error names none). */
+export function errnoOf(error: unknown): number {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (typeof code === "string" ? ERRNO[code] : undefined) ?? ERRNO.EIO;
+}
+
+/**
+ * True when `error` says a file or program does not exist: errno code `ENOENT` (node:fs,
+ * node:child_process), or an error named `NotFound` (Deno's, which stand-in runners may throw).
+ */
+export function isNotFound(error: unknown): boolean {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  return code === "ENOENT" || name === "NotFound";
+}

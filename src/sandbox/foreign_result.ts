@@ -4,8 +4,28 @@
  * @module
  */
 import type { CliResult } from "./cli_process.ts";
+import { SandboxLimitError } from "./errors.ts";
 import type { ExecResult } from "./exec.ts";
 import type { AppliedLimits } from "./limits.ts";
+import type { SandboxPolicy } from "./policy.ts";
+
+/**
+ * Refuses a policy with a disk or inode quota on a macOS backend (fail closed, like a memory
+ * limit sandbox-exec cannot enforce): the quotas are Linux's, a loop-mounted image or the
+ * accounting watchdog, and a command must never run believing its workspace is bounded.
+ */
+export function refuseWorkspaceQuotas(policy: SandboxPolicy, backend: string): void {
+  const set = [
+    policy.diskQuotaBytes !== undefined && "diskQuotaBytes",
+    policy.inodeQuota !== undefined && "inodeQuota",
+  ].filter(Boolean);
+  if (set.length === 0) return;
+  throw new SandboxLimitError(
+    `${set.join(", ")}: the ${backend} backend cannot enforce workspace quotas (they need ` +
+      "Linux: a loop-mounted image or the accounting watchdog, docs/limits.md); remove them " +
+      "from the policy (disk_quota / inode_quota), or run the command on Linux",
+  );
+}
 
 /** `run` as an ExecResult; kernel layers a macOS backend does not have are reported absent. */
 export function execResultOf(run: CliResult, limits: AppliedLimits): ExecResult {

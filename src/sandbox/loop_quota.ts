@@ -10,18 +10,26 @@
  * The image lives beside the workspace, `.<name>.coop-quota.img`, outside every sandbox's view.
  * @module
  */
+import {
+  closeSync,
+  ftruncateSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  type Stats,
+} from "node:fs";
 import { basename, dirname } from "node:path";
+import process from "node:process";
+import { isNotFound } from "./errno.ts";
+import { runHostProgram } from "./host_program.ts";
 
-/** Runs a host program (injectable for tests); throws Deno.errors.NotFound when missing. */
+/** Runs a host program (injectable for tests); rejects with ENOENT (`isNotFound`) when missing. */
 export type RunProgram = (
   program: string,
   args: string[],
 ) => Promise<{ code: number; stderr: string }>;
-
-async function runProgram(program: string, args: string[]) {
-  const out = await new Deno.Command(program, { args, stdin: "null", stdout: "null" }).output();
-  return { code: out.code, stderr: new TextDecoder().decode(out.stderr).trim() };
-}
 
 /** The image file of `workspace`'s hard quota. */
 export function quotaImagePath(workspace: string): string {
@@ -31,7 +39,7 @@ export function quotaImagePath(workspace: string): string {
 /** Mount points of the host, unescaped, from /proc/self/mountinfo. */
 function mountPoints(): Set<string> {
   const points = new Set<string>();
-  const text = Deno.readTextFileSync("/proc/self/mountinfo");
+  const text = readFileSync("/proc/self/mountinfo", "utf8");
   for (const line of text.split("\n")) {
     const field = line.split(" ")[4];
     if (field) {
@@ -55,7 +63,7 @@ export function ensureLoopQuota(
   workspace: string,
   quotaBytes: number,
   inodeQuota: number | undefined,
-  run: RunProgram = runProgram,
+  run: RunProgram = runHostProgram,
 ): Promise<LoopQuotaOutcome> {
   const next = serial.then(() => ensure(workspace, quotaBytes, inodeQuota, run));
   serial = next.catch(() => {});
@@ -68,21 +76,23 @@ async function ensure(
   inodeQuota: number | undefined,
   run: RunProgram,
 ): Promise<LoopQuotaOutcome> {
-  if ((Deno.uid() ?? -1) !== 0) return { reason: "hard quotas need root (a loop-mounted image)" };
+  if ((process.getuid?.() ?? -1) !== 0) {
+    return { reason: "hard quotas need root (a loop-mounted image)" };
+  }
   const image = quotaImagePath(workspace);
   if (mountPoints().has(workspace)) {
     // Ours if its image is there; anything else mounted on a workspace is the owner's choice.
     return exists(image) ? { image } : { reason: `${workspace} is a mount point of its own` };
   }
-  let stat: Deno.FileInfo;
+  let stat: Stats;
   try {
-    stat = Deno.lstatSync(workspace);
+    stat = lstatSync(workspace);
   } catch {
     return { reason: `${workspace} does not exist` };
   }
-  if (!stat.isDirectory) return { reason: `${workspace} is not a directory` };
+  if (!stat.isDirectory()) return { reason: `${workspace} is not a directory` };
   if (!exists(image)) {
-    if ([...Deno.readDirSync(workspace)].length > 0) {
+    if (readdirSync(workspace).length > 0) {
       return {
         reason: `${workspace} already holds files: only an empty workspace gets a quota image`,
       };
@@ -105,21 +115,21 @@ async function makeImage(
   image: string,
   quotaBytes: number,
   inodeQuota: number | undefined,
-  owner: Deno.FileInfo,
+  owner: Stats,
   run: RunProgram,
 ): Promise<string | null> {
   // Sparse: the image costs the host only what the workspace holds, at most the quota.
-  const file = Deno.openSync(image, { write: true, createNew: true, mode: 0o600 });
+  const fd = openSync(image, "wx", 0o600);
   try {
-    file.truncateSync(quotaBytes);
+    ftruncateSync(fd, quotaBytes);
   } finally {
-    file.close();
+    closeSync(fd);
   }
   const args = ["-q", "-F", "-m", "0", "-E", `root_owner=${owner.uid}:${owner.gid}`];
   if (inodeQuota !== undefined) args.push("-N", String(inodeQuota));
   const failed = await runQuietly(run, "mkfs.ext4", [...args, image]);
   if (failed) {
-    Deno.removeSync(image);
+    rmSync(image);
     return `mkfs.ext4: ${failed}`;
   }
   return null;
@@ -131,13 +141,13 @@ async function runQuietly(run: RunProgram, program: string, args: string[]) {
     const out = await run(program, args);
     return out.code === 0 ? null : out.stderr || `exit ${out.code}`;
   } catch (error) {
-    return error instanceof Deno.errors.NotFound ? `${program} is not installed` : String(error);
+    return isNotFound(error) ? `${program} is not installed` : String(error);
   }
 }
 
 function exists(path: string): boolean {
   try {
-    Deno.lstatSync(path);
+    lstatSync(path);
     return true;
   } catch {
     return false;
@@ -147,11 +157,11 @@ function exists(path: string): boolean {
 /** Unmounts a workspace's quota image and deletes it (its files go with it). For tests and probes. */
 export async function releaseLoopQuota(
   workspace: string,
-  run: RunProgram = runProgram,
+  run: RunProgram = runHostProgram,
 ): Promise<void> {
   if (mountPoints().has(workspace)) await runQuietly(run, "umount", [workspace]);
   try {
-    Deno.removeSync(quotaImagePath(workspace));
+    rmSync(quotaImagePath(workspace));
   } catch {
     // none
   }

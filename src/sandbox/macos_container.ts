@@ -13,7 +13,7 @@ import { runCli, toolEnv } from "./cli_process.ts";
 import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxLimitError, SandboxPolicyError, SandboxUnavailableError } from "./errors.ts";
 import type { ExecOptions, ExecResult } from "./exec.ts";
-import { execResultOf } from "./foreign_result.ts";
+import { execResultOf, refuseWorkspaceQuotas } from "./foreign_result.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy } from "./policy.ts";
 
@@ -89,8 +89,12 @@ export function containerExecArgs(
   ];
 }
 
-/** What the VM enforces of the policy's limits; a pids or CPU-time limit it cannot is refused. */
+/**
+ * What the VM enforces of the policy's limits; a pids or CPU-time limit, or a workspace quota,
+ * it cannot enforce is refused.
+ */
 export function containerLimits(policy: SandboxPolicy): AppliedLimits {
+  refuseWorkspaceQuotas(policy, "apple/container");
   const unenforceable = [
     policy.pidsLimit !== undefined && "pidsLimit",
     policy.cpuTimeSeconds !== undefined && "cpuTimeSeconds",

@@ -10,7 +10,7 @@ import { runCli } from "./cli_process.ts";
 import { buildEnvironment } from "./environment.ts";
 import { SandboxLimitError, SandboxPolicyError, SandboxUnavailableError } from "./errors.ts";
 import type { ExecOptions, ExecResult } from "./exec.ts";
-import { envObject, execResultOf } from "./foreign_result.ts";
+import { envObject, execResultOf, refuseWorkspaceQuotas } from "./foreign_result.ts";
 import type { AppliedLimits } from "./limits.ts";
 import { sandboxExecProfile } from "./macos_profile.ts";
 import type { SandboxPolicy } from "./policy.ts";
@@ -43,9 +43,11 @@ export function sandboxExecArgs(
 
 /**
  * What sandbox-exec applies of the policy's limits, as ExecResult.limits reports it; a
- * memory, process or CPU limit it cannot enforce is refused (fail closed), as on Linux.
+ * memory, process or CPU limit, or a workspace quota, it cannot enforce is refused (fail
+ * closed), as on Linux.
  */
 export function sandboxExecLimits(policy: SandboxPolicy): AppliedLimits {
+  refuseWorkspaceQuotas(policy, "sandbox-exec");
   const unenforceable = [
     policy.memoryBytes !== undefined && "memoryBytes",
     policy.pidsLimit !== undefined && "pidsLimit",

@@ -11,6 +11,7 @@
  * costs about 50 ms, once.
  * @module
  */
+import process from "node:process";
 import { Worker } from "node:worker_threads";
 
 /** How many scans may run at once (the machine's cores are for the sandboxes too). */
@@ -48,8 +49,25 @@ function moduleOf(url: URL): string {
 const slots: Slot[] = [];
 let nextId = 0;
 
+/**
+ * The runtime flags a worker inherits, less `--input-type`: Node refuses to start a worker with
+ * it ("can only be used with string input"), and a script run as `node --input-type=module -e`
+ * would then lose every workspace scan. Deno has no such flags (an empty list).
+ */
+function workerExecArgv(): string[] {
+  const flags: string[] = [];
+  const given = process.execArgv;
+  for (let i = 0; i < given.length; i++) {
+    if (given[i] === "--input-type") i++; // and its value
+    else if (!given[i].startsWith("--input-type=")) flags.push(given[i]);
+  }
+  return flags;
+}
+
 function startSlot(): Slot {
-  const worker = new Worker(new URL(moduleOf(new URL("./off_loop_worker.ts", import.meta.url))));
+  const worker = new Worker(new URL(moduleOf(new URL("./off_loop_worker.ts", import.meta.url))), {
+    execArgv: workerExecArgv(),
+  });
   const slot: Slot = { worker, pending: new Map() };
   worker.on("message", (m: { id: number; ok: boolean; value?: unknown; error?: OffLoopError }) => {
     const job = slot.pending.get(m.id);

@@ -3,7 +3,7 @@
  * kernel flags suggest. `coop sandbox status` and the startup banner print this.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { machine, tmpdir } from "node:os";
 import process from "node:process";
@@ -162,7 +162,7 @@ async function quotaCheck(workspace: string): Promise<ProbeCheck> {
   const label = "workspace quotas";
   const dir = `${workspace}/quota`;
   try {
-    Deno.mkdirSync(dir);
+    mkdirSync(dir);
     const r = await exec({ workspace: dir, diskQuotaBytes: 8 * 2 ** 20 }, [
       "sh",
       "-c",

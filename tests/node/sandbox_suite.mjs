@@ -3,14 +3,14 @@
 // tests/node/node_package_test.ts, as root and as an unprivileged user). Each test names the
 // Deno test it mirrors. Plain JavaScript: Node 20 runs no TypeScript.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { test } from "node:test";
-import { exec, probe, selfTest, spawn } from "coop-sandbox";
+import { exec, probe, SandboxQuotaError, selfTest, spawn } from "coop-sandbox";
 
 async function inWorkspace(fn) {
   const workspace = mkdtempSync(join(tmpdir(), "coop-node-ws-"));
@@ -129,6 +129,81 @@ test("limits: a 1 GiB allocation under a 256 MiB limit is stopped; pids are capp
     );
     assert.equal(pids.limits.pids?.max, 16);
     assert.ok(Number(pids.stdout.trim()) < 16, `40 forks under pids 16 gave ${pids.stdout}`);
+  }));
+
+// tests/sandbox/default_limits_test.ts and probe.ts's resource-limits check: the seeded defaults
+// (memory 2 GiB, 512 processes), reported with the path that enforced them (ExecResult.limits),
+// and that path is the one the command really ran under.
+test("limits: the default limits are reported with the path that applied them, as applied", () =>
+  inWorkspace(async (workspace) => {
+    const GiB = 2 ** 30;
+    const r = await sh(
+      workspace,
+      "cat /proc/self/limits; echo; cat /proc/self/cgroup",
+      { memoryBytes: 2 * GiB, pidsLimit: 512 },
+    );
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.equal(r.limits.memory?.bytes, 2 * GiB);
+    assert.equal(r.limits.pids?.max, 512);
+    assert.ok(r.limits.reason.length > 0, "the result says why no better path applied");
+    const enforcedBy = {
+      "cgroup-v2": ["memory.max", "pids.max"],
+      "cgroup-v1": ["memory.limit_in_bytes", "pids.max"],
+      "rlimit": ["RLIMIT_AS", "RLIMIT_NPROC"],
+    }[r.limits.path];
+    assert.ok(enforcedBy, `unknown path ${r.limits.path}`);
+    assert.deepEqual([r.limits.memory.enforcedBy, r.limits.pids.enforcedBy], enforcedBy);
+    if (r.limits.path === "rlimit") {
+      assert.match(r.stdout, new RegExp(`^Max address space\\s+${2 * GiB}\\s`, "m"));
+      assert.match(r.stdout, /^Max processes\s+512\s/m);
+    } else if (r.limits.path === "cgroup-v1") {
+      assert.match(r.stdout, /^\d+:memory:\/coop-/m);
+      assert.match(r.stdout, /^\d+:pids:\/coop-/m);
+    } else {
+      assert.match(r.stdout, /^0::.*\/coop-[^/\n]+$/m);
+    }
+    // No limit asked: no cgroup for the limits' sake (unless v2 gives every sandbox one).
+    const bare = await sh(workspace, "true");
+    if (bare.limits.path === "rlimit") {
+      assert.equal(bare.limits.reason, "no memory, pids or cpu limit requested");
+    } else assert.equal(bare.limits.path, "cgroup-v2");
+    assert.equal(bare.limits.memory, undefined);
+  }));
+
+// tests/sandbox/attacks/quota_test.ts (the accounting rows: a workspace that already holds files
+// keeps the accounting path, as root too)
+test("disk quota (accounting): a file stops at the quota; over it, the next command is refused", () =>
+  inWorkspace(async (workspace) => {
+    const MiB = 1 << 20;
+    writeFileSync(join(workspace, ".keep"), "x");
+    const quota = { diskQuotaBytes: 8 * MiB };
+    const one = await sh(
+      workspace,
+      "dd if=/dev/zero of=/work/big bs=1M count=16 2>&1; echo rc=$?",
+      quota,
+    );
+    assert.match(one.stdout, /rc=(153|1)\b/, "SIGXFSZ (128+25), or EFBIG when it is ignored");
+    assert.equal(one.disk?.enforcement, "accounting");
+    assert.ok(one.disk.reason.length > 0, "the result says why no hard quota applies");
+    assert.equal(one.disk.quotaBytes, 8 * MiB);
+    assert.ok(one.disk.fileSizeBytes <= 8 * MiB, `RLIMIT_FSIZE ${one.disk.fileSizeBytes}`);
+    assert.ok(statSync(join(workspace, "big")).size <= 8 * MiB, "the file passed the quota");
+    assert.equal(one.disk.exceeded, false);
+    // Two files of 6 MiB: each under the per-file bound, together past the quota.
+    rmSync(join(workspace, "big"));
+    const burst = await sh(
+      workspace,
+      "for i in 1 2; do dd if=/dev/zero of=/work/f$i bs=1M count=6 2>/dev/null; done; echo done",
+      quota,
+    );
+    assert.equal(burst.disk?.exceeded, true, burst.stderr);
+    await assert.rejects(
+      () => sh(workspace, "echo RAN > /work/ran", quota),
+      (error) =>
+        error instanceof SandboxQuotaError && /over its disk quota of 8M/.test(error.message) &&
+        /the command did not run/.test(error.message),
+    );
+    assert.equal(existsSync(join(workspace, "ran")), false);
   }));
 
 // tests/sandbox/proxy_test.ts ("an allowed name and port works"; "a denied name gets the 403")

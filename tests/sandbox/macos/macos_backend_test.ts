@@ -345,3 +345,49 @@ Deno.test("missing CLIs: a stopped container service falls back to sandbox-exec 
     await none.remove();
   }
 });
+
+Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both backends before anything runs", async () => {
+  const MiB = 1 << 20;
+  const quotas: [Record<string, number>, string][] = [
+    [{ diskQuotaBytes: 100 * MiB }, "diskQuotaBytes: "],
+    [{ inodeQuota: 1000 }, "inodeQuota: "],
+    [{ diskQuotaBytes: 100 * MiB, inodeQuota: 1000 }, "diskQuotaBytes, inodeQuota: "],
+  ];
+  for (
+    const [backend, tools] of [
+      ["sandbox-exec", ["sandbox-exec"]],
+      ["apple/container", ["container", "sandbox-exec"]],
+    ] as const
+  ) {
+    const fakes = await fakeTools([...tools]);
+    try {
+      await withWorkspace(async (workspace) => {
+        for (const [quota, named] of quotas) {
+          const policy = { workspace, ...quota };
+          const error = await assertRejects(
+            () => exec(policy, ["touch", "/work/ran"], { platform: fakes.platform }),
+            SandboxLimitError,
+          );
+          assert(error.message.startsWith(named), error.message);
+          assertMatch(
+            error.message,
+            new RegExp(`the ${backend} backend cannot enforce workspace quotas`),
+          );
+          assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
+        }
+        // Refused before the command reached the tool: no sandbox-exec run, no VM, no exec.
+        assertEquals(await fakes.calls("sandbox-exec"), []);
+        if (backend === "apple/container") {
+          const verbs = (await fakes.calls("container")).map((args) => args[0]);
+          assertEquals(verbs.filter((verb) => verb === "run" || verb === "exec"), []);
+          assert(verbs.includes("system"), "the container backend was the one chosen");
+        }
+        // The same workspace without a quota runs: the refusal is the quota's, nothing else.
+        const r = await exec({ workspace }, ["sh", "-c", "echo ok"], { platform: fakes.platform });
+        assertEquals(r.stdout, "ok\n");
+      });
+    } finally {
+      await fakes.remove();
+    }
+  }
+});
