@@ -89,7 +89,11 @@ export function executorTool(executor: ToolExecutor, turn: TurnBinding): Execute
           exitCode: null,
         };
       }
-      files.push(outcome.file);
+      // What a file carries out is scanned like a reply (ATTACKS: secrets never reach a chat).
+      const bytes = leaks
+        ? leaks.redactFile(outcome.file.bytes, scope("sent_file", name))
+        : outcome.file.bytes;
+      files.push({ ...outcome.file, bytes });
     }
     const lowered = outcome.memoryRead ? taint.read(outcome.memoryRead) : [];
     const ran = outcome.decision?.allowed === true;

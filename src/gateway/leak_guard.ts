@@ -16,7 +16,7 @@ import type { TurnEvent } from "./turn_handler.ts";
 const log = getLogger(["coop", "leaks"]);
 
 /** A path out of the gateway that is scanned. */
-export type LeakPath = "tool_result" | "tool_arguments" | "memory_write" | "reply";
+export type LeakPath = "tool_result" | "tool_arguments" | "memory_write" | "reply" | "sent_file";
 
 /** Where a text is going, for the decision and the log. */
 export interface LeakScope {
@@ -65,8 +65,21 @@ export class LeakGuard {
   /** Whether a text on this path of this turn is scanned. */
   applies(scope: Omit<LeakScope, "principal">): boolean {
     if (scope.trust !== "owner" || this.#ownerScan === "everything") return true;
-    return this.#ownerScan === "channel_replies" && scope.where === "reply" &&
-      scope.channel !== "terminal";
+    // A file `send_file` sends goes to the chat with the reply: the same rule.
+    return this.#ownerScan === "channel_replies" &&
+      (scope.where === "reply" || scope.where === "sent_file") && scope.channel !== "terminal";
+  }
+
+  /**
+   * `bytes` of a file going to a chat, with its leaks replaced when the scope is scanned. It is
+   * read as UTF-8 (invalid sequences stand in as U+FFFD; ASCII secrets inside binary data still
+   * match); unchanged bytes are returned as they were, a file with a leak as the redacted text.
+   */
+  redactFile(bytes: Uint8Array, scope: LeakScope): Uint8Array {
+    if (!this.applies(scope)) return bytes;
+    const text = new TextDecoder().decode(bytes);
+    const redacted = this.redact(text, scope);
+    return redacted === text ? bytes : new TextEncoder().encode(redacted);
   }
 
   /** `text` with its leaks replaced when the scope is scanned; each leak is logged and counted. */

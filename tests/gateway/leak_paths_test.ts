@@ -50,3 +50,35 @@ Deno.test("leaks: a non-owner's memory write is stored redacted; search results 
   assert(!found.content.includes(AWS), found.content);
   assertEquals(leaks.status().byPath, { memory_write: 1, tool_result: 1 });
 });
+
+Deno.test("leaks: a file a non-owner's send_file sends carries markers, not the key", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-leak-file-" }));
+  try {
+    await Deno.mkdir(`${dir}/ws/bob`, { recursive: true, mode: 0o700 });
+    await Deno.writeTextFile(`${dir}/ws/bob/keys.txt`, `id=${AWS}\nplain line\n`);
+    await Deno.writeTextFile(`${dir}/ws/bob/notes.txt`, "nothing secret\n");
+    const config = parseConfig(
+      usersToml([["alice", "owner"], ["bob", "inner"]]),
+      `${dir}/coop.toml`,
+      dir,
+    );
+    const executor = new ToolExecutor(config, { sandbox: () => Promise.reject("unused") });
+    const leaks = new LeakGuard(config, []);
+    const taint = TurnTaint.fromHistory({ name: "bob", trust: "inner" }, {
+      channel: "telegram",
+      ceiling: null,
+    }, []);
+    const files: { name: string; bytes: Uint8Array }[] = [];
+    const bob = executorTool(executor, { taint, leaks, files: files as never });
+    const signal = new AbortController().signal;
+    for (const path of ["keys.txt", "notes.txt"]) {
+      const sent = await bob("send_file", { path }, signal);
+      assert(!sent.isError, sent.content);
+    }
+    const texts = files.map((f) => new TextDecoder().decode(f.bytes));
+    assertEquals(texts, ["id=[redacted: aws access key id]\nplain line\n", "nothing secret\n"]);
+    assertEquals(leaks.status().byPath, { sent_file: 1 });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
