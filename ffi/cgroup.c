@@ -20,7 +20,10 @@ static int write_pid(const char *dir, pid_t pid) {
   int len = snprintf(text, sizeof text, "%d\n", (int)pid);
   int fd = open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) return -errno;
-  ssize_t n = write(fd, text, (size_t)len);
+  ssize_t n;
+  // A pending signal may interrupt a cgroup write (EINTR); nothing was written: try again.
+  do n = write(fd, text, (size_t)len);
+  while (n < 0 && errno == EINTR);
   int err = n < 0 ? errno : n != len ? EIO : 0;
   close(fd);
   return -err;

@@ -3,7 +3,7 @@
  * sandbox cgroups, and small readers of cgroupfs files.
  * @module
  */
-import { readFileSync, rmdirSync, statSync } from "node:fs";
+import { readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import { ERRNO, errnoOf } from "./errno.ts";
 
@@ -40,6 +40,22 @@ export function sandboxCgroupName(): string {
 }
 
 /** True when `path` exists. */
+/**
+ * Writes a cgroup control file. The kernel may answer EINTR when a signal is pending — cgroup
+ * v1's `memory.limit_in_bytes` checks for one while it applies the limit, and a gateway running
+ * many sandboxes receives SIGCHLD all the time — so the write is tried again; nothing was changed.
+ */
+export function writeControl(path: string, value: string): void {
+  for (let attempt = 1;; attempt++) {
+    try {
+      writeFileSync(path, value);
+      return;
+    } catch (error) {
+      if (errnoOf(error) !== ERRNO.EINTR || attempt >= 100) throw error;
+    }
+  }
+}
+
 export function exists(path: string): boolean {
   try {
     statSync(path);

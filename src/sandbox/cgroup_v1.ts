@@ -5,7 +5,7 @@
  * after the init is reaped, leftovers are killed, violations read and the cgroups removed.
  * @module
  */
-import { mkdirSync, rmdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmdirSync } from "node:fs";
 import {
   type CgroupViolations,
   counter,
@@ -14,6 +14,7 @@ import {
   removeCgroupDir,
   type SandboxCgroup,
   sandboxCgroupName,
+  writeControl,
 } from "./cgroup_files.ts";
 import { errnoOf } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
@@ -45,7 +46,7 @@ export class CgroupV1Sandbox implements SandboxCgroup {
         made.dirs.set(entry.controller, dir);
         for (const [file, value] of entry.files) {
           if (file === "memory.memsw.limit_in_bytes" && !exists(`${dir}/${file}`)) continue;
-          writeFileSync(`${dir}/${file}`, value);
+          writeControl(`${dir}/${file}`, value);
         }
       }
     } catch (error) {

@@ -8,7 +8,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmdirSync } from "node:fs";
 import {
   type CgroupViolations,
   counter,
@@ -17,6 +17,7 @@ import {
   removeCgroupDir,
   type SandboxCgroup,
   sandboxCgroupName,
+  writeControl,
 } from "./cgroup_files.ts";
 import { ERRNO, errnoOf } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
@@ -51,11 +52,11 @@ export function enableControllers(parent: string, controllers: readonly string[]
   if (missing.length) {
     const request = missing.map((c) => `+${c}`).join(" ");
     try {
-      writeFileSync(control, request);
+      writeControl(control, request);
     } catch (error) {
       if (errnoOf(error) !== ERRNO.EBUSY) throw error;
       moveProcessesToLeaf(parent);
-      writeFileSync(control, request);
+      writeControl(control, request);
     }
   }
   prepared.set(parent, new Set([...done, ...needed]));
@@ -67,7 +68,7 @@ function moveProcessesToLeaf(parent: string): void {
   const pids = readFileSync(`${parent}/cgroup.procs`, "utf8").split("\n").filter(Boolean);
   for (const pid of pids) {
     try {
-      writeFileSync(`${leaf}/cgroup.procs`, pid);
+      writeControl(`${leaf}/cgroup.procs`, pid);
     } catch (error) {
       if (errnoOf(error) !== ERRNO.ESRCH) throw error; // it exited meanwhile
     }
@@ -103,7 +104,7 @@ export class CgroupV2Sandbox implements SandboxCgroup {
       made = true;
       for (const [file, value] of plan.files) {
         if (OPTIONAL_FILES.has(file) && !exists(`${dir}/${file}`)) continue;
-        writeFileSync(`${dir}/${file}`, value);
+        writeControl(`${dir}/${file}`, value);
       }
     } catch (error) {
       if (made) rmdirSync(dir); // empty: nothing joined yet
@@ -126,7 +127,7 @@ export class CgroupV2Sandbox implements SandboxCgroup {
   kill(): void {
     if (this.#removed) return;
     try {
-      writeFileSync(`${this.dir}/cgroup.kill`, "1");
+      writeControl(`${this.dir}/cgroup.kill`, "1");
     } catch {
       // Before 5.14 there is no cgroup.kill: signal each listed process instead.
       killAll(`${this.dir}/cgroup.procs`);
