@@ -70,9 +70,14 @@ grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status |
 echo "rootdir=$(ls -A / | paste -sd, -)"
 # The fds a fresh process inherits (the shell itself holds extra ones while redirecting).
 sleep 10 & child=$!
-# Not before it is sleep: between fork and exec the shell briefly holds an extra fd.
+# Not before it is sleep: between fork and exec the shell briefly holds an extra fd, and the
+# kernel renames the task during execve just before it closes the close-on-exec ones. So look
+# again while a listing shows more: an inherited fd stays as long as the sleep does.
 until [ "$(cat /proc/$child/comm 2>/dev/null)" = sleep ]; do :; done
-ls /proc/$child/fd > /tmp/fds
+tries=0
+while ls /proc/$child/fd > /tmp/fds && [ "$(paste -sd, /tmp/fds)" != 0,1,2 ] && [ $tries -lt 200 ]; do
+  tries=$((tries + 1))
+done
 kill $child
 echo "fds=$(paste -sd, /tmp/fds)"
 echo "env=$(env | cut -d= -f1 | sort | paste -sd, -)"

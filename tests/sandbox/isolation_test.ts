@@ -4,9 +4,13 @@ import { sandboxTest, sh, withWorkspace } from "./harness.ts";
 
 sandboxTest("host secrets, homes and Coop's state are absent inside", async () => {
   // A canary "state directory" outside the workspace, as Coop's config and database would be.
-  const state = await Deno.makeTempDir({ prefix: "coop-state-canary-" });
-  await Deno.writeTextFile(`${state}/coop.toml`, "secret = 'canary-config'\n");
-  await Deno.writeTextFile(`${state}/sessions.db`, "canary-db");
+  // The canaries are random, and the directory's name holds neither: an error message that
+  // names the path (cat's "No such file") must not look like a leaked file's content.
+  const tag = crypto.randomUUID();
+  const canaryConfig = `canary-config-${tag}`, canaryDb = `canary-db-${tag}`;
+  const state = await Deno.makeTempDir({ prefix: "coop-state-" });
+  await Deno.writeTextFile(`${state}/coop.toml`, `secret = '${canaryConfig}'\n`);
+  await Deno.writeTextFile(`${state}/sessions.db`, canaryDb);
   const home = Deno.env.get("HOME") ?? "/root";
   try {
     const r = await sh(
@@ -16,8 +20,8 @@ sandboxTest("host secrets, homes and Coop's state are absent inside", async () =
         .replaceAll('"$2', `"${state}`),
     );
     assertNotIncludes(r.stdout, "VISIBLE");
-    assertNotIncludes(r.stdout, "canary-config");
-    assertNotIncludes(r.stdout, "canary-db");
+    assertNotIncludes(r.stdout, canaryConfig);
+    assertNotIncludes(r.stdout, canaryDb);
     assertNotIncludes(r.stdout, "coop.toml\n"); // find printed nothing
     assertMatch(r.stdout, /No such file or directory/);
     assertMatch(r.stdout, /done\n$/);
