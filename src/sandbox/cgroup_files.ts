@@ -6,6 +6,8 @@
 import { readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import { ERRNO, errnoOf } from "./errno.ts";
+import { SandboxSetupError } from "./errors.ts";
+import { stepName } from "./protocol.ts";
 
 /** Violations read from the sandbox's cgroups at teardown. */
 export interface CgroupViolations {
@@ -45,6 +47,18 @@ export function sandboxCgroupName(): string {
  * v1's `memory.limit_in_bytes` checks for one while it applies the limit, and a gateway running
  * many sandboxes receives SIGCHLD all the time — so the write is tried again; nothing was changed.
  */
+/** The setup step a cgroup failure is reported at (`ffi/protocol.h`). */
+const CGROUP_STEP = 30;
+
+/** A failure to prepare a sandbox's cgroups, reported at the `cgroup` step with its errno. */
+export function cgroupSetupError(error: unknown, message: string): SandboxSetupError {
+  return new SandboxSetupError(
+    stepName(CGROUP_STEP),
+    errnoOf(error),
+    `${message}: ${(error as Error).message}`,
+  );
+}
+
 export function writeControl(path: string, value: string): void {
   for (let attempt = 1;; attempt++) {
     try {

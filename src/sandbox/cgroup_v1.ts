@@ -7,6 +7,7 @@
  */
 import { mkdirSync, rmdirSync } from "node:fs";
 import {
+  cgroupSetupError,
   type CgroupViolations,
   counter,
   exists,
@@ -16,12 +17,7 @@ import {
   sandboxCgroupName,
   writeControl,
 } from "./cgroup_files.ts";
-import { errnoOf } from "./errno.ts";
-import { SandboxSetupError } from "./errors.ts";
 import type { CgroupV1Dir } from "./limits.ts";
-import { stepName } from "./protocol.ts";
-
-const STEP_CGROUP = 30;
 
 /** One sandbox's cgroups. */
 export class CgroupV1Sandbox implements SandboxCgroup {
@@ -51,11 +47,7 @@ export class CgroupV1Sandbox implements SandboxCgroup {
       }
     } catch (error) {
       for (const dir of made.dirs.values()) rmdirSync(dir); // empty: nothing joined yet
-      throw new SandboxSetupError(
-        stepName(STEP_CGROUP),
-        errnoOf(error),
-        `cannot prepare the sandbox's cgroup v1 limits: ${(error as Error).message}`,
-      );
+      throw cgroupSetupError(error, "cannot prepare the sandbox's cgroup v1 limits");
     }
     return made;
   }

@@ -10,6 +10,7 @@
 import { getLogger } from "@logtape/logtape";
 import { mkdirSync, readFileSync, rmdirSync } from "node:fs";
 import {
+  cgroupSetupError,
   type CgroupViolations,
   counter,
   exists,
@@ -20,11 +21,8 @@ import {
   writeControl,
 } from "./cgroup_files.ts";
 import { ERRNO, errnoOf } from "./errno.ts";
-import { SandboxSetupError } from "./errors.ts";
 import type { CgroupV2Dir } from "./limits.ts";
-import { stepName } from "./protocol.ts";
 
-const STEP_CGROUP = 30;
 const log = getLogger(["coop", "sandbox"]);
 
 /** Where the gateway's own processes go when its cgroup must give controllers to children. */
@@ -108,11 +106,9 @@ export class CgroupV2Sandbox implements SandboxCgroup {
       }
     } catch (error) {
       if (made) rmdirSync(dir); // empty: nothing joined yet
-      throw new SandboxSetupError(
-        stepName(STEP_CGROUP),
-        errnoOf(error),
-        `cannot prepare the sandbox's cgroup v2 limits in ${plan.parent}: ` +
-          (error as Error).message,
+      throw cgroupSetupError(
+        error,
+        `cannot prepare the sandbox's cgroup v2 limits in ${plan.parent}`,
       );
     }
     return new CgroupV2Sandbox(dir);
