@@ -17,7 +17,6 @@ import type { TurnHandler } from "../../gateway/turn_handler.ts";
 import { ChannelInbox, type InboxItem } from "../../state/channel_inbox.ts";
 import { answerInChat, type ChatSender } from "../chat_answer.ts";
 import { ChatQueues } from "../chat_queues.ts";
-import { DELIVERY_GRACE_MS } from "../chat_answer.ts";
 import {
   backoffDelay,
   type BackoffPolicy,
@@ -75,8 +74,6 @@ export class SignalChannel {
   readonly #listening = new AbortController();
   readonly #cancel = new AbortController();
   /** Cancels deliveries: at shutdown, after a grace period for replies already being sent. */
-  readonly #cancelDelivery = new AbortController();
-  readonly #graceOver = new AbortController();
   #accountUuid: string | undefined;
   #loop: Promise<void> | undefined;
   #connected: () => void = () => {};
@@ -110,14 +107,7 @@ export class SignalChannel {
     this.#listening.abort();
     if (options.cancel) this.#cancel.abort();
     await this.#loop;
-    if (options.cancel) {
-      // A reply already on its way is worth finishing: cancelled, it would be sent again later.
-      const grace = abortableSleep(DELIVERY_GRACE_MS, this.#graceOver.signal).catch(() => {});
-      await Promise.race([this.#queues.idle(), grace]);
-      this.#graceOver.abort();
-      this.#cancelDelivery.abort();
-    }
-    await this.#queues.idle();
+    await this.#queues.drain(options);
   }
 
   /** Our own uuid (mentions may name only it): `getUserStatus` of our number, if it answers. */
@@ -200,7 +190,7 @@ export class SignalChannel {
         const answer = await answerInChat(this.#options.handle, read.incoming, this.#chat(read), {
           typingEveryMs: this.#options.typingEveryMs ?? 10_000,
           signal: this.#cancel.signal,
-          deliverySignal: this.#cancelDelivery.signal,
+          deliverySignal: this.#queues.deliverySignal,
         });
         if (answer === "interrupted") return;
       }
@@ -209,7 +199,7 @@ export class SignalChannel {
   }
 
   #chat(read: SignalText): ChatSender {
-    const signal = this.#cancelDelivery.signal;
+    const signal = this.#queues.deliverySignal;
     const retry = { signal, backoff: this.#options.backoff };
     const to = read.groupId === undefined
       ? { recipient: [read.recipient] }

@@ -14,7 +14,6 @@ import type { TurnHandler } from "../../gateway/turn_handler.ts";
 import { ChannelInbox, type InboxItem } from "../../state/channel_inbox.ts";
 import { answerInChat, type ChatSender } from "../chat_answer.ts";
 import { ChatQueues } from "../chat_queues.ts";
-import { DELIVERY_GRACE_MS } from "../chat_answer.ts";
 import {
   backoffDelay,
   type BackoffPolicy,
@@ -68,8 +67,6 @@ export class TelegramChannel {
   /** Cancels turns and deliveries (shutdown, not a reload). */
   readonly #cancel = new AbortController();
   /** Cancels deliveries: at shutdown, after a grace period for replies already being sent. */
-  readonly #cancelDelivery = new AbortController();
-  readonly #graceOver = new AbortController();
   #loop: Promise<void> | undefined;
 
   constructor(options: TelegramChannelOptions) {
@@ -108,14 +105,7 @@ export class TelegramChannel {
     this.#polling.abort();
     if (options.cancel) this.#cancel.abort();
     await this.#loop;
-    if (options.cancel) {
-      // A reply already on its way is worth finishing: cancelled, it would be sent again later.
-      const grace = abortableSleep(DELIVERY_GRACE_MS, this.#graceOver.signal).catch(() => {});
-      await Promise.race([this.#queues.idle(), grace]);
-      this.#graceOver.abort();
-      this.#cancelDelivery.abort();
-    }
-    await this.#queues.idle();
+    await this.#queues.drain(options);
   }
 
   async #poll(inbox: ChannelInbox, bot: UserFromGetMe): Promise<void> {
@@ -163,7 +153,7 @@ export class TelegramChannel {
           {
             typingEveryMs: this.#options.typingEveryMs ?? 4000,
             signal: this.#cancel.signal,
-            deliverySignal: this.#cancelDelivery.signal,
+            deliverySignal: this.#queues.deliverySignal,
           },
         );
         if (answer === "interrupted") return;
@@ -173,7 +163,7 @@ export class TelegramChannel {
   }
 
   #chat(chatId: number, replyTo: number | undefined): ChatSender {
-    const signal = this.#cancelDelivery.signal;
+    const signal = this.#queues.deliverySignal;
     const retry = { signal, backoff: this.#options.backoff };
     return {
       typing: () => this.#api.sendTyping(chatId, signal),
