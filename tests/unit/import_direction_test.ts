@@ -18,6 +18,7 @@ const RANKS = [
   "config",
   "state",
   "workspace",
+  "environments",
   "tools",
   "agent",
   "cron",
