@@ -199,10 +199,17 @@ void coop_finish_root_layers(const struct coop_spec *spec) {
       coop_check(step, coop_join(staged, STAGED_FILES "/", num));
       const char *target = spec->files[i].a;
       /* Made when the image lacks it (an empty file, in the upper): the mount needs a file.
-       * Looked up with O_PATH first: opening an image's file for writing would copy it up. */
-      long fd = SYS4(__NR_openat, AT_FDCWD, target, O_PATH | O_CLOEXEC, 0);
+       * Looked up with O_PATH first: opening an image's file for writing would copy it up. A
+       * path the user turned into a symlink is theirs: left alone, it resolves inside. */
+      struct open_how nofollow = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+      long fd = SYS4(__NR_openat2, AT_FDCWD, target, &nofollow, sizeof nofollow);
+      if (fd == -ELOOP) {
+        SYS3(__NR_unlinkat, AT_FDCWD, staged, 0);
+        continue;
+      }
       if (fd == -ENOENT)
-        fd = SYS4(__NR_openat, AT_FDCWD, target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = SYS4(__NR_openat, AT_FDCWD, target,
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
       SYS1(__NR_close, coop_check(step, fd));
       long tree = coop_check(step, SYS3(__NR_open_tree, AT_FDCWD, staged,
                                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
@@ -215,8 +222,18 @@ void coop_finish_root_layers(const struct coop_spec *spec) {
     if (spec->file_count)
       coop_check(step, SYS3(__NR_unlinkat, AT_FDCWD, STAGED_FILES, AT_REMOVEDIR));
   }
+  /* A persist target is opened refusing symlinks (ELOOP): bound through a link the user
+   * planted, it would shadow wherever the link leads inside. */
+  struct open_how dir_nofollow = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                  .resolve = RESOLVE_NO_SYMLINKS};
   for (int i = 0; i < spec->persist_count; i++) {
-    attach(step, persist_trees[i], spec->persists[i].b);
+    coop_check(step, coop_make_dirs(spec->persists[i].b));
+    long target = coop_check(
+        step, SYS4(__NR_openat2, AT_FDCWD, spec->persists[i].b, &dir_nofollow, sizeof dir_nofollow));
+    coop_check(step, SYS5(__NR_move_mount, persist_trees[i], "", target, "",
+                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+    SYS1(__NR_close, target);
+    SYS1(__NR_close, persist_trees[i]);
     add_writable(step, spec->persists[i].b);
   }
 }

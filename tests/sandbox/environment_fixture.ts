@@ -4,7 +4,7 @@
  * dedicated uid when the tests run as root), under a directory that uid may search.
  * @module
  */
-import { chownSync, lstatSync, readdirSync } from "node:fs";
+import { chmodSync, chownSync, lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
@@ -12,7 +12,10 @@ import type { RootfsPolicy } from "../../src/sandbox/mod.ts";
 import { buildMiniRootfs, MINI_ROOTFS_PROGRAMS } from "../fixtures/mini_rootfs.ts";
 
 /** Programs of the test base: the mini rootfs's and what the overlay tests call. */
-export const BASE_PROGRAMS = [...MINI_ROOTFS_PROGRAMS, "ln", "stat", "mknod", "mount", "grep"];
+export const BASE_PROGRAMS = [
+  ...MINI_ROOTFS_PROGRAMS,
+  ...["ln", "cp", "chmod", "stat", "mknod", "mount", "umount", "grep"],
+];
 
 /** The host uid the sandbox's root maps to in these tests. */
 export const ROOT_UID = process.getuid?.() === 0 ? DEFAULT_SANDBOX_HOST_ID : process.getuid!();
@@ -42,24 +45,85 @@ export interface TestEnvironment {
   dispose(): Promise<void>;
 }
 
-/** Builds a base from the mini rootfs (with `BASE_PROGRAMS`) in a fresh directory. */
-export async function testEnvironment(): Promise<TestEnvironment> {
+/**
+ * Builds a base from the mini rootfs (with `BASE_PROGRAMS`) in a fresh directory, or uses
+ * `base` (built by `sharedBase`) as it is.
+ */
+export async function testEnvironment(base?: string): Promise<TestEnvironment> {
   const dir = await Deno.makeTempDir({ prefix: "coop-env-" });
   // Searchable (not listable) by the sandbox's root, which is not the invoker when root runs.
   await Deno.chmod(dir, 0o711);
-  const base = join(dir, "base");
-  buildMiniRootfs(base, BASE_PROGRAMS.filter((p) => hostHas(p)));
-  if (process.getuid?.() === 0) chownTree(base, ROOT_UID);
+  const lower = base ?? buildBase(join(dir, "base"));
   return {
     dir,
-    base,
-    rootfs: (user, lower) => ({
-      lower: lower ?? base,
+    base: lower,
+    rootfs: (user, kind) => ({
+      lower: kind ?? lower,
       upper: join(dir, "uppers", user, "upper"),
       work: join(dir, "uppers", user, "work"),
     }),
-    dispose: () => Deno.remove(dir, { recursive: true }).catch(() => {}),
+    dispose: () => removeTree(dir),
   };
+}
+
+function buildBase(base: string): string {
+  buildMiniRootfs(base, BASE_PROGRAMS.filter((p) => hostHas(p)));
+  if (process.getuid?.() === 0) chownTree(base, ROOT_UID);
+  return base;
+}
+
+let shared: string | undefined;
+
+/**
+ * One base for every test of a file, built on first use (before anything else in the file
+ * changes the process's environment, which `ldd` would see) and removed when it unloads.
+ */
+export function sharedBase(): string {
+  if (shared) return shared;
+  const dir = Deno.makeTempDirSync({ prefix: "coop-env-base-" });
+  Deno.chmodSync(dir, 0o711);
+  shared = buildBase(join(dir, "base"));
+  globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
+  return shared;
+}
+
+/**
+ * Removes `path` recursively, first making every directory the invoker owns searchable and
+ * writable: overlayfs leaves `work/work` with mode 000, which an unprivileged owner could not
+ * empty otherwise. Symlinks are never followed.
+ */
+export async function removeTree(path: string): Promise<void> {
+  const open = (dir: string) => {
+    try {
+      const info = lstatSync(dir);
+      if (!info.isDirectory()) return;
+      if (process.getuid?.() !== 0) chmodSync(dir, 0o700);
+      for (const name of readdirSync(dir)) open(join(dir, name));
+    } catch { /* gone or not ours: the removal below reports what matters */ }
+  };
+  open(path);
+  await Deno.remove(path, { recursive: true });
+}
+
+/**
+ * Throws when anything under `upper` could matter to the host: a set-id file, or a device
+ * node other than overlayfs's whiteouts (character device 0:0). Nothing is followed or opened.
+ */
+export function assertUpperInert(upper: string): void {
+  const walk = (path: string) => {
+    const info = lstatSync(path);
+    if (info.mode & 0o6000) throw new Error(`set-id file in the upper: ${path}`);
+    if (info.isBlockDevice() || (info.isCharacterDevice() && info.rdev !== 0)) {
+      throw new Error(`device node in the upper: ${path}`);
+    }
+    if (info.isDirectory()) { for (const name of readdirSync(path)) walk(join(path, name)); }
+  };
+  try {
+    lstatSync(upper);
+  } catch {
+    return;
+  }
+  walk(upper);
 }
 
 function hostHas(program: string): boolean {

@@ -57,32 +57,78 @@ function missingTools(tools: string[] = []): string[] {
   );
 }
 
+/**
+ * A second run of the whole table under another root (tests/sandbox/attacks/overlay_root_test.ts):
+ * each row gets fresh policy fields from `setUp` and, after it ran, `check` (what must hold
+ * of the host whatever the row did).
+ */
+export interface AttackVariant {
+  /** Appended to each test's name. */
+  label: string;
+  /** The variant's policy fields for one row, a check after it, and its cleanup. */
+  setUp: () => Promise<{
+    policy: Omit<SandboxPolicyInput, "workspace">;
+    check: () => Promise<void>;
+    dispose: () => Promise<void>;
+  }>;
+  /** Rows whose outcome legitimately differs under the variant: what must hold instead. */
+  expect?: Record<string, Attack["expect"]>;
+}
+
+// Captured at load: while a variant loads the attack files, their other tests are silenced.
+const registerTest = Deno.test;
+let activeVariant: AttackVariant | undefined;
+
+/**
+ * Evaluates the attack files `load` imports with `variant` active: their `attackSuite` rows are
+ * declared once more under the variant, and every other test they declare is left out.
+ */
+export async function withAttackVariant(
+  variant: AttackVariant,
+  load: () => Promise<unknown>,
+): Promise<void> {
+  const deno = Deno as unknown as { test: unknown };
+  activeVariant = variant;
+  deno.test = () => {};
+  try {
+    await load();
+  } finally {
+    deno.test = registerTest;
+    activeVariant = undefined;
+  }
+}
+
 /** Declares one Deno test per attack. */
 export function attackSuite(section: string, attacks: Attack[]): void {
+  const variant = activeVariant;
   for (const attack of attacks) {
     const missing = missingTools(attack.needs);
     const skip = attack.waitsFor ??
       (missing.length ? `needs ${missing.join(", ")} in ${TOOL_DIRS.join(" or ")}` : undefined);
-    Deno.test({
-      name: `${section} ${attack.id}: ${attack.name}${skip ? ` — skipped: ${skip}` : ""}`,
+    const label = variant ? ` [${variant.label}]` : "";
+    registerTest({
+      name: `${section} ${attack.id}: ${attack.name}${label}${skip ? ` — skipped: ${skip}` : ""}`,
       ignore: !SANDBOX_TESTS || skip !== undefined,
       sanitizeResources: false,
       sanitizeOps: false,
       fn: () =>
         withWorkspace(async (workspace) => {
           const prepared = attack.prepare ? await attack.prepare(workspace) : "";
+          const root = variant ? await variant.setUp() : undefined;
           try {
             const argv = attack.argv ?? ["sh", "-c", attack.script!, "attack", prepared];
             const extra = typeof attack.policy === "function"
               ? attack.policy(prepared)
               : attack.policy;
-            const r = await exec({ ...extra, workspace }, argv, {
+            const r = await exec({ ...extra, ...root?.policy, workspace }, argv, {
               ...attack.options,
               timeoutMs: attack.timeoutMs ?? 20_000,
             });
-            await attack.expect(r, workspace, prepared);
+            await (variant?.expect?.[attack.id] ?? attack.expect)(r, workspace, prepared);
+            await root?.check();
           } finally {
             await attack.teardown?.(prepared);
+            await root?.dispose();
           }
         }),
     });
