@@ -210,6 +210,10 @@ void coop_finish_root_layers(const struct coop_spec *spec) {
       if (fd == -ENOENT)
         fd = SYS4(__NR_openat, AT_FDCWD, target,
                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd == -ENOENT) { /* no such directory in this image (no apt): nothing to configure */
+        SYS3(__NR_unlinkat, AT_FDCWD, staged, 0);
+        continue;
+      }
       SYS1(__NR_close, coop_check(step, fd));
       long tree = coop_check(step, SYS3(__NR_open_tree, AT_FDCWD, staged,
                                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));

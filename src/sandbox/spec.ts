@@ -56,6 +56,9 @@ const PASSWD = "root:x:0:0:sandbox root:/work:/bin/sh\n" +
 const GROUP = "root:x:0:\nnogroup:x:65534:\n";
 const NSSWITCH = "passwd: files\ngroup: files\nhosts: files dns\n";
 
+/** Where an image root's apt finds the sandbox's one-user setting. */
+export const APT_SANDBOX_CONF = "/etc/apt/apt.conf.d/00coop-sandbox";
+
 function hostsFile(hostname: string): string {
   return `127.0.0.1 localhost ${hostname}\n::1 localhost ip6-localhost ip6-loopback\n`;
 }
@@ -85,6 +88,10 @@ export function etcFiles(policy: SandboxPolicy): Record<string, string> {
       "/etc/hostname": `${policy.hostname}\n`,
       "/etc/hosts": hostsFile(policy.hostname),
       "/etc/resolv.conf": resolvConf(policy),
+      // apt drops to its `_apt` user to download, an id the sandbox does not map (setresuid
+      // fails with EINVAL); the sandbox's root is an unprivileged host uid already. Left out
+      // when the image has no /etc/apt/apt.conf.d (docs/environments_overlay.md).
+      [APT_SANDBOX_CONF]: 'APT::Sandbox::User "root";\n',
     };
   }
   return {

@@ -1,10 +1,15 @@
 // Environment roots (issue 14 item 3): an overlay of a base under a user's upper, the host's
 // /usr under an upper, a directory root, persist binds — what persists, for whom, and what
 // never changes on the host.
-import { assert, assertEquals, assertMatch, assertThrows } from "../assert.ts";
-import { exec, resolvePolicy, SandboxPolicyError } from "../../src/sandbox/mod.ts";
+import { assert, assertEquals, assertMatch, assertRejects, assertThrows } from "../assert.ts";
+import {
+  exec,
+  resolvePolicy,
+  SandboxPolicyError,
+  SandboxSetupError,
+} from "../../src/sandbox/mod.ts";
 import { sandboxTest, withWorkspace } from "./harness.ts";
-import { testEnvironment } from "./environment_fixture.ts";
+import { removeTree, ROOT_UID, testEnvironment } from "./environment_fixture.ts";
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
@@ -177,3 +182,92 @@ Deno.test("rootfs and persist are validated with messages that name the problem"
   });
   assertEquals(ok.persist.length, 1);
 });
+
+for (const step of ["root-layers", "persist"] as const) {
+  sandboxTest(`a failure forced at ${step} is reported naming that step`, async () => {
+    const env = await testEnvironment();
+    try {
+      await withWorkspace(async (workspace) => {
+        const error = await assertRejects(
+          () => exec({ workspace, rootfs: env.rootfs("bob") }, ["true"], { failAt: step }),
+          SandboxSetupError,
+        );
+        assertEquals(error.step, step);
+      });
+    } finally {
+      await env.dispose();
+    }
+  });
+}
+
+sandboxTest("upper and work on two file systems are refused, naming both", async () => {
+  const env = await testEnvironment();
+  const shm = await Deno.makeTempDir({ dir: "/dev/shm", prefix: "coop-env-" });
+  try {
+    await Deno.chmod(shm, 0o711);
+    await withWorkspace(async (workspace) => {
+      const rootfs = { ...env.rootfs("bob"), work: `${shm}/work` };
+      const error = await assertRejects(
+        () => exec({ workspace, rootfs }, ["true"]),
+        SandboxPolicyError,
+      );
+      assertMatch(error.message, /rootfs\.work: .* is not on the file system of rootfs\.upper/);
+    });
+  } finally {
+    await removeTree(shm);
+    await env.dispose();
+  }
+});
+
+sandboxTest("persist binds also work without an environment root", async () => {
+  const env = await testEnvironment();
+  try {
+    await withWorkspace(async (workspace) => {
+      const persist = [{ source: `${env.dir}/persist/0`, target: "/opt/cache" }];
+      const r = await exec({ workspace, persist }, [
+        "sh",
+        "-c",
+        "echo p > /opt/cache/f && echo ok",
+      ]);
+      assertEquals(r.stdout, "ok\n");
+      assertEquals(await Deno.readTextFile(`${env.dir}/persist/0/f`), "p\n");
+      const none = await exec({ workspace }, ["sh", "-c", "echo x > /opt/f"]);
+      assert(none.exitCode !== 0);
+    });
+  } finally {
+    await env.dispose();
+  }
+});
+
+sandboxTest(
+  "an image with apt gets APT::Sandbox::User root; the base keeps its own files",
+  async () => {
+    const env = await testEnvironment();
+    try {
+      const confDir = `${env.base}/etc/apt/apt.conf.d`;
+      await Deno.mkdir(confDir, { recursive: true });
+      await Deno.writeTextFile(`${env.base}/etc/passwd`, "root:x:0:0:image root:/root:/bin/sh\n");
+      if (Deno.uid() === 0) {
+        for (const dir of ["etc/apt", "etc/apt/apt.conf.d", "etc/passwd"]) {
+          Deno.chownSync(`${env.base}/${dir}`, ROOT_UID, ROOT_UID);
+        }
+      }
+      await withWorkspace(async (workspace) => {
+        const r = await exec({ workspace, rootfs: env.rootfs("bob") }, [
+          "cat",
+          "/etc/apt/apt.conf.d/00coop-sandbox",
+          "/etc/passwd",
+          "/etc/hostname",
+        ]);
+        assertEquals(
+          r.stdout,
+          'APT::Sandbox::User "root";\nroot:x:0:0:image root:/root:/bin/sh\ncoop\n',
+        );
+        // Bound over, never written into the base.
+        assertEquals([...Deno.readDirSync(confDir)].length, 0);
+      });
+    } finally {
+      await env.dispose();
+    }
+  },
+);
