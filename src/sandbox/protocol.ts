@@ -42,6 +42,7 @@ export const STEPS = {
   34: "mask-proc",
   35: "ipc-limits",
   36: "capture",
+  38: "session",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -106,7 +107,17 @@ export const PROXY_SOCKET = "/run/coop/proxy.sock";
 export const END_SIGNAL = 64;
 
 /** Record kinds on the report pipe: three native-endian int32 each. */
-export const RECORD = { error: 1, exec: 2, exit: 3, ready: 4 } as const;
+export const RECORD = {
+  error: 1,
+  exec: 2,
+  exit: 3,
+  ready: 4,
+  started: 5,
+  utime: 6,
+  stime: 7,
+  ended: 8,
+  refused: 9,
+} as const;
 /** Bytes per report record. */
 export const RECORD_SIZE = 12;
 
@@ -127,6 +138,7 @@ export const TAG = {
   failAt: "x",
   protect: "p",
   proxyAuth: "A",
+  session: "S",
   end: "z",
 } as const;
 
