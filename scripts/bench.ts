@@ -233,6 +233,7 @@ const SEPARATE_BENCHES: ReadonlyArray<[string, string]> = [
   ["bench_node.ts", "exec() under Node"],
   ["bench_channels.ts", "channel overhead"],
   ["bench_load.ts", "gateway under load"],
+  ["bench_session.ts", "live session sandboxes"],
 ];
 
 if (import.meta.main) {
