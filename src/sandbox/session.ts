@@ -23,10 +23,12 @@ import { buildCommandSpec } from "./spec.ts";
 import {
   canonicalWorkspace,
   logSetupFailure,
-  type SpawnOptions,
+  type ProxyTestHooks,
   type StartedInit,
   startInit,
 } from "./spawn.ts";
+import type { CgroupHost } from "./cgroup_host.ts";
+import type { StepName } from "./protocol.ts";
 import { timeoutProblem } from "./duration.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
 
@@ -36,7 +38,23 @@ const log = getLogger(["coop", "sandbox", "session"]);
 const KILL_GRACE_MS = 2000;
 
 /** Options for `startSession()`. */
-export type SessionOptions = Pick<SpawnOptions, "proxy" | "cgroupHost" | "failAt">;
+export interface SessionOptions {
+  /**
+   * Fail this setup step on purpose (tests of the error path).
+   * @ignore
+   */
+  failAt?: StepName;
+  /**
+   * Test hooks of network "proxy"; production never sets them.
+   * @ignore
+   */
+  proxy?: ProxyTestHooks;
+  /**
+   * Test hook: plan the limits against this stand-in host.
+   * @ignore
+   */
+  cgroupHost?: CgroupHost;
+}
 
 /** Options for one command of a session. */
 export interface SessionExecOptions {
