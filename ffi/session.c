@@ -30,7 +30,9 @@ static int send_request(int sock, int op, int id, int value, const int *fds, int
     memcpy(CMSG_DATA(c), fds, count * sizeof(int));
   }
   ssize_t n;
-  do n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  /* Never blocks the gateway's event loop: an init that stopped reading its requests fails the
+   * command (EAGAIN) instead. */
+  do n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
   return n == (ssize_t)sizeof req ? 0 : n < 0 ? -errno : -EPIPE;
 }
