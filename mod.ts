@@ -20,6 +20,8 @@ export type { SandboxCpuTime } from "./src/sandbox/spawn.ts";
 export { spawn } from "./src/sandbox/public_spawn.ts";
 export type { RunningSandbox, SpawnSandboxOptions } from "./src/sandbox/public_spawn.ts";
 export type { SandboxStatus } from "./src/sandbox/spawn.ts";
+export { SessionEndedError, startSession } from "./src/sandbox/session.ts";
+export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./src/sandbox/session.ts";
 export { probe } from "./src/sandbox/probe.ts";
 export type { ProbeCheck, ProbeOptions, ProbeReport } from "./src/sandbox/probe.ts";
 export { lastSelfTest, selfTest } from "./src/sandbox/self_test.ts";

@@ -41,6 +41,12 @@ struct coop_record {
 #define COOP_REC_EXEC 2  /* a = errno: the command itself could not be executed */
 #define COOP_REC_EXIT 3  /* a = wait status of the command */
 #define COOP_REC_READY 4 /* setup finished; a = landlock ABI in force (0: none), b = seccomp on */
+/* Session mode (tag 'S', ffi/init/session.c): records about one command, a = its id. */
+#define COOP_REC_STARTED 5   /* b = its pid inside the sandbox */
+#define COOP_REC_UTIME 6     /* b = its user CPU time in ms (sent just before COOP_REC_ENDED) */
+#define COOP_REC_STIME 7     /* b = its system CPU time in ms */
+#define COOP_REC_ENDED 8     /* b = its wait status */
+#define COOP_REC_REFUSED 9   /* b = errno: it could not be executed (or its spec was bad) */
 
 /* Setup steps, in the order they run. Numbers are stable; the TypeScript name of
  * COOP_STEP_MOUNT_PRIVATE is "mount-private". */
@@ -84,6 +90,7 @@ struct coop_record {
  * already taken when the plan reserved 35-37; 38-42 are the session's and the PTY's. */
 #define COOP_STEP_ROOT_LAYERS 37
 #define COOP_STEP_PERSIST 43 /* persist binds and the /etc files bound over an image's */
+#define COOP_STEP_SESSION 38 /* session mode: the init's command channel (signalfd, go socket) */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"
@@ -105,6 +112,12 @@ struct coop_record {
 #define COOP_TAG_OVERLAY 'o' /* lower host path, upper, work, sandbox path ("/": the root) */
 #define COOP_TAG_DIR_ROOT 'D' /* host directory, read-write as the sandbox's root */
 #define COOP_TAG_PERSIST 'b'  /* host directory, sandbox path: bound read-write */
+#define COOP_TAG_SESSION 'S' /* "1": the init stays and runs commands sent on the go
+                              * socket (ffi/init/session.c) instead of the spec's argv */
 #define COOP_TAG_END 'z'
+
+/* Session mode: a request on the go socket is three native-endian int32 {op, id, value}. */
+#define COOP_OP_RUN 1    /* with SCM_RIGHTS: the command's spec (memfd), stdin, stdout, stderr */
+#define COOP_OP_SIGNAL 2 /* value = signal for the process group of command `id` */
 
 #endif

@@ -234,6 +234,7 @@ const SEPARATE_BENCHES: ReadonlyArray<[string, string]> = [
   ["bench_channels.ts", "channel overhead"],
   ["bench_load.ts", "gateway under load"],
   ["bench_environment.ts", "environment root"],
+  ["bench_session.ts", "live session sandboxes"],
 ];
 
 if (import.meta.main) {

@@ -41,6 +41,7 @@ struct coop_spec {
   const char *proxy_auth; /* "Basic …" for the init's own requests to the proxy */
   unsigned long tmp_size;
   int fail_at;
+  int session; /* tag 'S': serve commands from the go socket (session.c) */
   struct {
     unsigned int resource;
     unsigned long value;
@@ -88,6 +89,13 @@ __attribute__((noreturn)) void coop_fail(int step, long err);
 __attribute__((noreturn)) void coop_exit(int code);
 /* Calls coop_fail(step, -ret) when ret is a negative errno. */
 long coop_check(int step, long ret);
+
+/* session.c: the id of the command a forked child runs (0 in the init); serving them. */
+extern int coop_session_command;
+__attribute__((noreturn)) void coop_session_serve(struct coop_spec *spec);
+
+/* main.c: kills and reaps every other process of the namespace. */
+void coop_end_all(void);
 
 /* spec.c */
 void coop_read_spec(struct coop_spec *spec);

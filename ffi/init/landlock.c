@@ -111,9 +111,13 @@ int coop_apply_landlock(const struct coop_spec *spec) {
    * (EACCES), and with network "none" every connect too, loopback included. With "proxy" and
    * "public" every connect ends at the init's capture listener or its proxy forwarder
    * (capture.c), so connect is left to them: Landlock can only filter by port, and any port
-   * of any address is now a question for the policy proxy. */
+   * of any address is now a question for the policy proxy.
+   * A session sandbox (session.c) is where a command starts a server for the next one
+   * (`python3 -m http.server &`, then `curl localhost`): there TCP is left to the namespace,
+   * which is the session's own — only loopback with "none", and every outbound connect
+   * captured with "proxy"/"public" — so nothing outside the session can reach its servers. */
   int proxied = coop_streq(spec->net, "proxy") || coop_streq(spec->net, "public");
-  if (abi >= 4 && !coop_streq(spec->net, "host"))
+  if (abi >= 4 && !coop_streq(spec->net, "host") && !spec->session)
     attr.handled_access_net = COOP_LL_NET_BIND_TCP | (proxied ? 0 : COOP_LL_NET_CONNECT_TCP);
   /* Scoped to this domain: abstract unix sockets and signals of processes outside it (the
    * host's, the gateway's) are unreachable even if a namespace is ever shared. */

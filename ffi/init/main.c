@@ -114,7 +114,7 @@ static int signalable_child_left(void) {
  * kill(-1) reaches only this namespace's processes; killing again after each reap also ends a
  * child forked while the first kill went round. The proxy forwarder (and its relays) the init
  * may not signal: it is left to the kernel, and is Coop's plumbing, not the command's work. */
-static void end_all(void) {
+void coop_end_all(void) {
   int status;
   for (;;) {
     SYS2(__NR_kill, -1, SIGKILL);
@@ -142,7 +142,7 @@ __attribute__((noreturn)) static void supervise(long command) {
       while ((pid = SYS4(__NR_wait4, -1, &status, WNOHANG, 0)) > 0) {
         if (pid != command) continue;
         coop_report(COOP_REC_EXIT, status, 0);
-        end_all();
+        coop_end_all();
         coop_exit(COOP_WIFEXITED(status) ? COOP_WEXITSTATUS(status)
                                          : 128 + COOP_WTERMSIG(status));
       }
@@ -193,7 +193,6 @@ void coop_init_main(const long *stack) {
   char peek;
   if (SYS4(__NR_recvfrom, COOP_FD_GO, &peek, 1, COOP_MSG_DONTWAIT | COOP_MSG_PEEK) == 0)
     coop_fail(COOP_STEP_WAIT_GO, EPIPE);
-  SYS1(__NR_close, COOP_FD_GO);
 
   /* Exec'd from a memfd, the kernel named us "memfd:coop-init". */
   SYS5(__NR_prctl, PR_SET_NAME, "coop-init", 0, 0, 0);
@@ -201,6 +200,9 @@ void coop_init_main(const long *stack) {
   coop_step(0, COOP_STEP_SIGNALS);
   coop_reset_signals();
   coop_read_spec(&spec);
+  /* A session's commands come on the go socket; no process the init starts may hold it. */
+  if (spec.session) coop_check(COOP_STEP_SESSION, SYS3(__NR_fcntl, COOP_FD_GO, F_SETFD, FD_CLOEXEC));
+  else SYS1(__NR_close, COOP_FD_GO);
 
   /* Inits are prestarted by shape (src/sandbox/prestart.ts): never let a spec that wants no
    * network run in one that shares the host's. */
@@ -264,6 +266,7 @@ void coop_init_main(const long *stack) {
   coop_apply_rlimits(&spec);
 
   coop_report(COOP_REC_READY, landlock_abi, seccomp_on);
+  if (spec.session) coop_session_serve(&spec);
   coop_step(&spec, COOP_STEP_FORK);
   long pid = coop_check(COOP_STEP_FORK, SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0));
   if (pid == 0) coop_exec_command(&spec);

@@ -134,6 +134,7 @@ void coop_exec_command(const struct coop_spec *spec) {
   unsigned long none = 0;
   SYS4(__NR_rt_sigprocmask, SIG_SETMASK, &none, 0, 8);
   long err = -exec_search(spec);
-  coop_report(COOP_REC_EXEC, (int)err, 0);
+  if (coop_session_command) coop_report(COOP_REC_REFUSED, coop_session_command, (int)err);
+  else coop_report(COOP_REC_EXEC, (int)err, 0);
   coop_exit(err == ENOENT ? 127 : 126);
 }

@@ -86,6 +86,11 @@ __attribute__((noreturn)) void coop_exit(int code) {
 }
 
 __attribute__((noreturn)) void coop_fail(int step, long err) {
+  /* A session's command failing before its exec: nothing of it ran, the session lives on. */
+  if (coop_session_command) {
+    coop_report(COOP_REC_REFUSED, coop_session_command, (int)err);
+    coop_exit(126);
+  }
   coop_report(COOP_REC_ERROR, step, (int)err);
   coop_exit(125);
 }

@@ -30,6 +30,13 @@ import { DEFAULT_MEMORY_BYTES, DEFAULT_PIDS_LIMIT } from "../config/sandbox_sett
 import { callerPath } from "./caller_path.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
+import {
+  liveSessionsForStatus,
+  psCommand,
+  renderLiveSandboxes,
+  stopCommand,
+} from "./sandbox_sessions_command.ts";
+import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
 export const EXIT_TIMEOUT = 124;
@@ -85,14 +92,21 @@ function renderLastSelfTest(last: SelfTestResult | undefined): string {
 }
 
 async function statusCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { json: { type: "boolean" } }, strict: true });
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: "boolean" }, config: { type: "string" } },
+    strict: true,
+  });
   await cgroupHostWithDelegation();
   const report = await probe();
   const last = await lastSelfTest();
+  const live = await liveSessionsForStatus(callerPath(values.config ?? DEFAULT_CONFIG_FILE));
   print(
     values.json
-      ? JSON.stringify({ ...report, lastSelfTest: last ?? null }, null, 2) + "\n"
-      : renderStatus(report) + renderLastSelfTest(last),
+      ? JSON.stringify({ ...report, lastSelfTest: last ?? null, liveSessions: live }, null, 2) +
+        "\n"
+      : renderStatus(report) + renderLastSelfTest(last) +
+        (live ? `  live sessions:\n${renderLiveSandboxes(live).replace(/^/gm, "    ")}` : ""),
   );
   return report.available ? 0 : 1;
 }
@@ -332,7 +346,11 @@ export function sandboxCommand(args: string[]): Promise<number> {
   if (sub === "status") return statusCommand(rest);
   if (sub === "exec") return execCommand(rest);
   if (sub === "test") return testCommand(rest);
+  if (sub === "ps") return psCommand(rest);
+  if (sub === "stop") return stopCommand(rest);
   throw new UsageError(
-    sub ? `unknown sandbox command "${sub}"` : "sandbox needs a command: status, test, exec",
+    sub
+      ? `unknown sandbox command "${sub}"`
+      : "sandbox needs a command: status, test, exec, ps, stop",
   );
 }

@@ -11,7 +11,9 @@ export const USAGE = `Usage:
   coop explain (--user NAME | --channel C --sender ID) [--channel C] [--group G] [--json]
                [--config FILE]                 what that person can do, and why
   coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
-  coop sandbox status [--json]
+  coop sandbox status [--json] [--config FILE]
+  coop sandbox ps     [--json] [--config FILE]     live session sandboxes (lifetime = "session")
+  coop sandbox stop ID [--config FILE]             end one (its processes are killed)
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy|public] [--allow-domain HOST[:PORT]]...
                     [--memory SIZE] [--pids N] [--disk-quota SIZE] [--inode-quota N]

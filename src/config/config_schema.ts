@@ -73,6 +73,8 @@ const sandboxOverrideShape = {
   ).optional(),
   workspace_scan_limit: z.number().int("must be a whole number").min(1000, "must be at least 1000")
     .max(100_000_000, "must be at most 100000000").optional(),
+  lifetime: z.enum(["command", "session"]).optional(),
+  idle_timeout: timeoutDuration.optional(),
 };
 
 /** Per-user or per-cron-job sandbox overrides. */

@@ -17,6 +17,8 @@ export const DEFAULT_MAX_TIMEOUT_MS = 600_000;
 export const DEFAULT_MEMORY_BYTES = 2 * 2 ** 30;
 /** Process limit of a non-owner's sandboxed command when the config sets none. */
 export const DEFAULT_PIDS_LIMIT = 512;
+/** Default idle timeout of a live session sandbox (`lifetime = "session"`). */
+export const DEFAULT_IDLE_TIMEOUT_MS = 15 * 60_000;
 /** Default size of the sandbox's `/tmp`. */
 export const DEFAULT_TMP_SIZE_BYTES = 64 * 2 ** 20;
 
@@ -53,6 +55,10 @@ export interface SandboxSettings {
   protectedNames: readonly string[];
   /** Most directory entries a workspace scan reads before and after a call (ATTACKS R12). */
   scanLimit: number;
+  /** `command`: a fresh sandbox per command; `session`: one live sandbox per chat session. */
+  lifetime: "command" | "session";
+  /** A live session sandbox unused this long is stopped (ms; 15 min by default). */
+  idleTimeoutMs: number;
 }
 
 /** Converts a parsed override table into the fields it sets. */
@@ -79,6 +85,8 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (raw.env_passthrough !== undefined) out.envPassthrough = raw.env_passthrough;
   if (raw.protected_names !== undefined) out.protectedNames = raw.protected_names;
   if (raw.workspace_scan_limit !== undefined) out.scanLimit = raw.workspace_scan_limit;
+  if (raw.lifetime !== undefined) out.lifetime = raw.lifetime;
+  if (raw.idle_timeout !== undefined) out.idleTimeoutMs = raw.idle_timeout;
   return out;
 }
 
@@ -93,6 +101,8 @@ export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings
     envPassthrough: [],
     protectedNames: [".git"],
     scanLimit: DEFAULT_SCAN_LIMIT,
+    lifetime: "command",
+    idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS,
     memoryBytes: DEFAULT_MEMORY_BYTES,
     pidsLimit: DEFAULT_PIDS_LIMIT,
     ...overridesFromRaw(raw),

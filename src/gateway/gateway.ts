@@ -22,6 +22,7 @@ import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
 import { type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
+import { SessionSandboxes } from "../tools/session_sandboxes.ts";
 import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
 import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
@@ -82,6 +83,8 @@ export class Gateway {
   #config: CoopConfig;
   #executor: ToolExecutor;
   readonly sessions: SessionStore;
+  /** Live sandboxes of `lifetime = "session"`, across config reloads. */
+  readonly sessionSandboxes: SessionSandboxes;
   readonly #deps: GatewayDependencies;
   /** Pairing requests and paired people (shared with `coop pairing` through the database). */
   readonly pairing: PairingStore;
@@ -112,6 +115,7 @@ export class Gateway {
     this.sessions = new SessionStore(db, undefined, this.#wal);
     this.pairing = new PairingStore(db);
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
+    this.sessionSandboxes = new SessionSandboxes(config.agent.stateDir);
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
     this.#usage = new UsageStore(db);
@@ -151,6 +155,7 @@ export class Gateway {
   #newExecutor(config: CoopConfig): ToolExecutor {
     return new ToolExecutor(config, {
       memory: new MemoryDatabase(this.#db),
+      sessionSandboxes: this.sessionSandboxes,
       ...this.#deps.executor,
     });
   }
@@ -242,6 +247,7 @@ export class Gateway {
   /** Forgets a session (`/clear`). */
   clearSession(channel: string, sender: string, session: string): boolean {
     const user = sessionOwner(this.route(channel, sender), { channel, sender });
+    void this.sessionSandboxes.stop({ channel, user, session });
     return this.sessions.clear({ channel, user, session });
   }
 
@@ -257,6 +263,7 @@ export class Gateway {
       controller.abort(new GatewayError("gateway.shutdown", "the gateway is shutting down"));
     }
     await Promise.allSettled(turns.map(([, turn]) => turn));
+    await this.sessionSandboxes.stopAll();
   }
 
   /** Each person's turns right now: running, and admitted but waiting (ATTACKS R14). */
@@ -384,6 +391,7 @@ export class Gateway {
           user,
           cronJob: request.cronJob,
           onSandboxSeconds: meter.addSandboxSeconds,
+          session: key,
           files,
           leaks: this.leaks,
           ...(request.group ? { groupDir: request.group.dir } : {}),

@@ -19,6 +19,8 @@ export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export type { DiskQuotaReport } from "./disk_quota.ts";
 export { spawnSandboxed } from "./spawn.ts";
+export { SessionEndedError, startSession } from "./session.ts";
+export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./session.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop, warmOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";

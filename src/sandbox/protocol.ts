@@ -44,6 +44,7 @@ export const STEPS = {
   36: "capture",
   37: "root-layers",
   43: "persist",
+  38: "session",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -110,7 +111,17 @@ export const PROXY_SOCKET = "/run/coop/proxy.sock";
 export const END_SIGNAL = 64;
 
 /** Record kinds on the report pipe: three native-endian int32 each. */
-export const RECORD = { error: 1, exec: 2, exit: 3, ready: 4 } as const;
+export const RECORD = {
+  error: 1,
+  exec: 2,
+  exit: 3,
+  ready: 4,
+  started: 5,
+  utime: 6,
+  stime: 7,
+  ended: 8,
+  refused: 9,
+} as const;
 /** Bytes per report record. */
 export const RECORD_SIZE = 12;
 
@@ -134,6 +145,7 @@ export const TAG = {
   overlay: "o",
   dirRoot: "D",
   persist: "b",
+  session: "S",
   end: "z",
 } as const;
 

@@ -144,7 +144,10 @@ function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: 
 }
 
 /** Logs a sandbox that could not be built (the command never ran); returns the error. */
-function logSetupFailure(error: SandboxSetupError, argv: readonly string[]): SandboxSetupError {
+export function logSetupFailure(
+  error: SandboxSetupError,
+  argv: readonly string[],
+): SandboxSetupError {
   log.info("sandbox.setup_failed {step} {errno}", { step: error.step, errno: error.errno, argv });
   return error;
 }
@@ -219,6 +222,36 @@ export async function spawnWorkspaceAsGiven(
   argv: readonly string[],
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
+  const { lib, out, limits, cgroup, proxy, quota } = await startInit(policy, argv, options);
+  return track(lib, out, argv, options.timeoutMs, limits, cgroup, proxy, quota);
+}
+
+/** A started init and what the gateway keeps for it until it is reaped. */
+export interface StartedInit {
+  lib: Trampoline;
+  /** coop_start's `out`: pid, pidfd, pipes, report pipe, go socket. */
+  out: Int32Array;
+  limits: AppliedLimits;
+  /** The [resource, value] rlimits of the limits plan (each session command sets them too). */
+  rlimits: readonly (readonly [number, number])[];
+  /** The ids the sandbox's root maps to outside. */
+  ids: { uid: number; gid: number };
+  cgroup: SandboxCgroup | null;
+  proxy: PolicyProxy | null;
+  quota: DiskQuotaWatch | null;
+}
+
+/**
+ * Builds a sandbox under `policy` (workspace as given) up to the command: its spec sent, its
+ * init building the world. `session` makes it a session sandbox (session.ts). Throws
+ * SandboxSetupError, with everything it started undone.
+ */
+export async function startInit(
+  policy: SandboxPolicy,
+  argv: readonly string[],
+  options: SpawnOptions,
+  session = false,
+): Promise<StartedInit> {
   const lib = await loadTrampoline();
   // Over quota: refused before anything starts; under it, each file is bounded by what is left.
   const quota = await DiskQuotaWatch.before(policy);
@@ -244,6 +277,7 @@ export async function spawnWorkspaceAsGiven(
       rlimits: limits.rlimits,
       proxy: proxy ?? undefined,
       protectedPaths,
+      session,
     });
   } catch (error) {
     await proxy?.close();
@@ -268,7 +302,7 @@ export async function spawnWorkspaceAsGiven(
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
   }
-  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy, quota);
+  return { lib, out, limits: limits.applied, rlimits: limits.rlimits, ids, cgroup, proxy, quota };
 }
 
 /** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */

@@ -35,6 +35,8 @@ export interface SpecOptions {
   proxy?: { socketPath: string; token: string };
   /** Paths relative to the workspace to re-mount read-only (see `protectedPathsIn`). */
   protectedPaths?: readonly string[];
+  /** A session sandbox: the init serves commands (buildCommandSpec) instead of `argv`. */
+  session?: boolean;
 }
 
 /** The proxy variables of a sandbox with network "proxy", upper- and lowercase. */
@@ -203,6 +205,37 @@ export function buildSpec(
       );
     }
     add(TAG.failAt, String(stepNumber(options.failAt)));
+  }
+  if (options.session) add(TAG.session, "1");
+  parts.push(TAG.end);
+  return new TextEncoder().encode(parts.join("\0"));
+}
+
+/**
+ * Encodes one command of a session sandbox (ffi/init/session.c): argv, environment, working
+ * directory and rlimits — the world itself was built from the session's spec.
+ */
+export function buildCommandSpec(
+  policy: SandboxPolicy,
+  argv: readonly string[],
+  options: Pick<SpecOptions, "env" | "cwd" | "rlimits" | "proxy"> = {},
+): Uint8Array {
+  if (argv.length === 0) throw new SandboxPolicyError("no command given");
+  const parts: string[] = [SPEC_MAGIC];
+  const add = (tag: string, ...values: string[]) => {
+    if (values.some((value) => value.includes("\0"))) {
+      throw new SandboxPolicyError(`argument or setting contains a NUL byte: ${values}`);
+    }
+    parts.push(tag + values.join("\0"));
+  };
+  add(TAG.cwd, workingDirectory(options.cwd));
+  for (const arg of argv) add(TAG.arg, arg);
+  const env = options.proxy
+    ? { ...options.env, ...proxyEnvironment(options.proxy.token) }
+    : options.env;
+  for (const entry of buildEnvironment(policy, env)) add(TAG.env, entry);
+  for (const [resource, value] of options.rlimits ?? []) {
+    add(TAG.rlimit, String(resource), String(value));
   }
   parts.push(TAG.end);
   return new TextEncoder().encode(parts.join("\0"));

@@ -55,6 +55,11 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_relay_release: { parameters: ["pointer", "u32"], result: "i32" },
   coop_relay_stop: { parameters: ["pointer"], result: "void" },
   coop_relay_free: { parameters: ["pointer"], result: "void" },
+  coop_session_run: {
+    parameters: ["i32", "i32", "buffer", "usize", "i32", "buffer"],
+    result: "i32",
+  },
+  coop_session_signal: { parameters: ["i32", "i32", "i32"], result: "i32" },
 } as const satisfies Record<string, NativeSignature>;
 
 type Buf = NativeBuffer;
@@ -92,6 +97,15 @@ export interface Trampoline {
   coop_relay_release(relay: Ptr, id: number): number;
   coop_relay_stop(relay: Ptr): void;
   coop_relay_free(relay: Ptr): void;
+  coop_session_run(
+    sock: number,
+    id: number,
+    spec: Buf,
+    length: bigint,
+    wantStdin: number,
+    out: Buf,
+  ): number;
+  coop_session_signal(sock: number, id: number, signal: number): number;
 }
 
 /** A loaded shared object: its functions, and what only the runtime can do with pointers. */

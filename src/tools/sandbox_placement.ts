@@ -20,6 +20,7 @@ import {
   ToolError,
 } from "./tool_contract.ts";
 import { MAX_CAPTURE_BYTES } from "./truncation.ts";
+import type { SessionKey, SessionSandboxes } from "./session_sandboxes.ts";
 
 /** Runs a command in a sandbox; the real one is `exec` from the sandbox library. */
 export type SandboxRunner = (
@@ -56,16 +57,23 @@ export class SandboxPlacement {
   readonly #sandbox: SandboxRunner;
   readonly #gate: () => Promise<string | null>;
   #gateResult: Promise<string | null> | undefined;
+  readonly #sessions: SessionSandboxes | undefined;
 
-  /** `sandbox` runs the command (default: the library's `exec`); `gate` may refuse them all. */
+  /**
+   * `sandbox` runs the command (default: the library's `exec`); `gate` may refuse them all;
+   * `sessions` holds the live sandboxes of `lifetime = "session"` (without it, every command
+   * gets a fresh sandbox).
+   */
   constructor(
     config: CoopConfig,
     sandbox: SandboxRunner = (policy, argv, options) => sandboxExec(policy, argv, options),
     gate: () => Promise<string | null> = selfTestGate,
+    sessions?: SessionSandboxes,
   ) {
     this.#config = config;
     this.#sandbox = sandbox;
     this.#gate = gate;
+    this.#sessions = sessions;
   }
 
   /**
@@ -76,11 +84,12 @@ export class SandboxPlacement {
     workspace: string,
     settings: SandboxSettings,
     onCpuSeconds?: (seconds: number) => void,
+    session?: SessionKey,
   ): CommandRunner {
     // An absolute shell: `sh` in the workspace's tool directories (first on PATH) must not
     // replace the shell that runs every `bash` command.
     return (command, options) =>
-      this.#run(workspace, settings, ["/bin/sh", "-c", command], options, onCpuSeconds);
+      this.#run(workspace, settings, ["/bin/sh", "-c", command], options, onCpuSeconds, session);
   }
 
   /** The program runner (`exec`) for one call in `workspace` under `settings`. */
@@ -88,8 +97,9 @@ export class SandboxPlacement {
     workspace: string,
     settings: SandboxSettings,
     onCpuSeconds?: (seconds: number) => void,
+    session?: SessionKey,
   ): ArgvRunner {
-    return (argv, options) => this.#run(workspace, settings, argv, options, onCpuSeconds);
+    return (argv, options) => this.#run(workspace, settings, argv, options, onCpuSeconds, session);
   }
 
   async #run(
@@ -98,6 +108,7 @@ export class SandboxPlacement {
     argv: readonly string[],
     { timeoutMs, signal, workingDir, env }: CommandOptions,
     onCpuSeconds?: (seconds: number) => void,
+    session?: SessionKey,
   ): Promise<CommandResult> {
     // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
     for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
@@ -115,14 +126,21 @@ export class SandboxPlacement {
     const refusal = await this.#gateResult;
     if (refusal) throw new ToolError("tool.sandbox_unavailable", refusal);
     let result: CommandResult;
+    const options = {
+      timeoutMs,
+      maxOutputBytes: MAX_CAPTURE_BYTES,
+      signal,
+      ...(workingDir ? { cwd: join(WORKSPACE_MOUNT, workingDir) } : {}),
+      ...(env ? { env } : {}),
+    };
     try {
-      result = await this.#sandbox(policy, [...argv], {
-        timeoutMs,
-        maxOutputBytes: MAX_CAPTURE_BYTES,
-        signal,
-        ...(workingDir ? { cwd: join(WORKSPACE_MOUNT, workingDir) } : {}),
-        ...(env ? { env } : {}),
-      });
+      // `lifetime = "session"`: the chat session's live sandbox (session_sandboxes.ts).
+      result = settings.lifetime === "session" && session && this.#sessions
+        ? await this.#sessions.exec(session, policy, argv, {
+          ...options,
+          idleTimeoutMs: settings.idleTimeoutMs,
+        })
+        : await this.#sandbox(policy, [...argv], options);
     } catch (error) {
       const reason = errorMessage(error);
       throw new ToolError(

@@ -24,6 +24,7 @@ import { HostPlacement } from "./host_placement.ts";
 import type { HostArgvRunner, HostRunner } from "./host_runner.ts";
 import { scopeFor } from "./path_scope.ts";
 import { SandboxPlacement, type SandboxRunner } from "./sandbox_placement.ts";
+import type { SessionKey, SessionSandboxes } from "./session_sandboxes.ts";
 import { runTool, type Tool, type ToolContext, type ToolResult } from "./tool_contract.ts";
 import { BUILTIN_TOOLS } from "./tool_registry.ts";
 import { DEFAULT_MAX_OUTPUT_CHARS } from "./truncation.ts";
@@ -48,6 +49,8 @@ export interface ExecutorDependencies {
   sandboxGate?: () => Promise<string | null>;
   /** The memory stores; without them the memory tools are not offered. */
   memory?: MemoryDatabase;
+  /** Live sandboxes of `lifetime = "session"` (without it, each command gets a fresh one). */
+  sessionSandboxes?: SessionSandboxes;
 }
 
 /** One tool call from the agent loop, with everything needed to authorize it. */
@@ -73,6 +76,8 @@ export interface ToolCall {
   signal?: AbortSignal;
   /** Receives the measured CPU seconds of each sandboxed command the call ran (budgets). */
   onSandboxSeconds?: (seconds: number) => void;
+  /** The chat session the call belongs to (its live sandbox with `lifetime = "session"`). */
+  session?: SessionKey;
 }
 
 /** A tool result plus the authorization decision behind it. */
@@ -147,6 +152,7 @@ export class ToolExecutor {
       config,
       deps.sandbox,
       deps.sandboxGate ?? (deps.sandbox ? () => Promise.resolve(null) : undefined),
+      deps.sessionSandboxes,
     );
     this.#maxOutputChars = deps.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     this.#memory = deps.memory;
@@ -236,12 +242,12 @@ export class ToolExecutor {
       runCommand: call.tool === "bash"
         ? (onHost
           ? this.#host.runner(scope.hostRoot)
-          : this.#sandbox.runner(scope.hostRoot, settings, call.onSandboxSeconds))
+          : this.#sandbox.runner(scope.hostRoot, settings, call.onSandboxSeconds, call.session))
         : undefined,
       runArgv: call.tool === "exec"
         ? (onHost
           ? this.#host.argvRunner(scope.hostRoot)
-          : this.#sandbox.argvRunner(scope.hostRoot, settings, call.onSandboxSeconds))
+          : this.#sandbox.argvRunner(scope.hostRoot, settings, call.onSandboxSeconds, call.session))
         : undefined,
       maxSendFileBytes: this.#config.agent.maxSendFileBytes,
     };

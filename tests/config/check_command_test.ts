@@ -90,6 +90,16 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ["pids_limit zero", BASE + "[sandbox]\npids_limit = 0\n", /sandbox\.pids_limit: must be > 0/],
   ["bad timeout", BASE + '[sandbox]\ntimeout = "soon"\n', /sandbox\.timeout: expected a duration/],
   [
+    "a sandbox lifetime that is neither command nor session",
+    BASE + '[users.sandbox]\nlifetime = "forever"\n',
+    /users\[0\]\.sandbox\.lifetime: .*"command".*"session"/,
+  ],
+  [
+    "an idle timeout that is not a duration",
+    BASE + '[sandbox]\nidle_timeout = "later"\n',
+    /sandbox\.idle_timeout: expected a duration/,
+  ],
+  [
     "zero timeout: every command would be killed before it ran",
     BASE + '[sandbox]\ntimeout = "0s"\n',
     /sandbox\.timeout: must be from 1ms to 2147483647ms \(.*\), got "0s"/,

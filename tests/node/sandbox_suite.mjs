@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { test } from "node:test";
-import { exec, probe, SandboxQuotaError, selfTest, spawn } from "coop-sandbox";
+import { exec, probe, SandboxQuotaError, selfTest, spawn, startSession } from "coop-sandbox";
 
 async function inWorkspace(fn) {
   const workspace = mkdtempSync(join(tmpdir(), "coop-node-ws-"));
@@ -271,3 +271,22 @@ test("probe and self-test: every measured protection holds and no canary is reac
   assert.deepEqual(result.checks.filter((c) => !c.ok), []);
   assert.equal(result.passed, true);
 });
+
+// tests/sandbox/session_test.ts: a live session sandbox keeps a background process between
+// commands, and nothing of it survives stop().
+test("session: a background process outlives its command and dies with the session", () =>
+  inWorkspace(async (workspace) => {
+    const session = await startSession({ workspace, network: "none" });
+    try {
+      const bg = await session.exec(["sh", "-c", "sleep 1000 >/dev/null 2>&1 & echo $!"]);
+      assert.equal(bg.exitCode, 0, bg.stderr);
+      const alive = await session.exec(["kill", "-0", bg.stdout.trim()]);
+      assert.equal(alive.exitCode, 0, "the sleep runs between commands");
+      const slow = await session.exec(["sleep", "100"], { timeoutMs: 200 });
+      assert.deepEqual([slow.timedOut, slow.exitCode], [true, 137]);
+    } finally {
+      await session.stop();
+    }
+    assert.equal(session.alive, false);
+    assert.equal(existsSync(`/proc/${session.pid}/cmdline`), false, "the init is gone");
+  }));

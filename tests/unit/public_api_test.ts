@@ -19,12 +19,14 @@ Deno.test("mod.ts exports exactly the curated runtime values", () => {
     "SandboxSetupError",
     "SandboxUnavailableError",
     "SandboxWorkspaceError",
+    "SessionEndedError",
     "exec",
     "lastSelfTest",
     "probe",
     "resolvePolicy",
     "selfTest",
     "spawn",
+    "startSession",
   ]);
 });
 
@@ -37,6 +39,7 @@ Deno.test("every error the library exports is a SandboxError with a stable code"
     new api.SandboxHostIdError("x"),
     new api.SandboxWorkspaceError("x"),
     new api.SandboxQuotaError("x"),
+    new api.SessionEndedError("x"),
   ];
   for (const error of errors) {
     assertEquals(error instanceof api.SandboxError, true);

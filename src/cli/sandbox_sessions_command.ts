@@ -1,0 +1,114 @@
+/**
+ * `coop sandbox ps [--json] [--config FILE]` and `coop sandbox stop ID [--config FILE]`: the
+ * gateway's live session sandboxes (`lifetime = "session"`), read from the files it keeps
+ * under `<state_dir>/sandboxes/` (src/tools/live_sandbox_files.ts); and the live-sessions part
+ * of `coop sandbox status`. Stopping one is SIGKILL to its init, which ends its whole pid
+ * namespace; the gateway notices and forgets it.
+ * @module
+ */
+import process from "node:process";
+import { loadConfig } from "../config/config.ts";
+import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
+import {
+  listLiveSandboxes,
+  type LiveSandbox,
+  processStartTime,
+  removeLiveSandbox,
+} from "../tools/live_sandbox_files.ts";
+import { parseStateArgs } from "./owner_state.ts";
+import { writeStderr } from "./stderr.ts";
+import { UsageError } from "./usage_error.ts";
+
+const STOP_WAIT_MS = 5000;
+
+async function stateDirOf(file: string): Promise<string | null> {
+  try {
+    return (await loadConfig(file)).agent.stateDir;
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    for (const d of error.diagnostics) writeStderr(`error: ${formatDiagnostic(file, d)}\n`);
+    return null;
+  }
+}
+
+function age(startedAt: string): string {
+  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(startedAt)) / 1000));
+  if (seconds < 120) return `${seconds}s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)}m`;
+  return `${Math.round(seconds / 3600)}h`;
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
+
+/** The table `coop sandbox ps` prints (and `coop sandbox status` under "live sessions"). */
+export function renderLiveSandboxes(live: readonly LiveSandbox[]): string {
+  if (live.length === 0) return "no live session sandboxes\n";
+  const rows = [["ID", "USER", "SESSION", "AGE", "PROCESSES", "MEMORY"]];
+  for (const s of live) {
+    rows.push([
+      s.id,
+      s.user,
+      s.session,
+      age(s.startedAt),
+      String(s.processes),
+      mebibytes(s.memoryBytes),
+    ]);
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()).join("\n") +
+    "\n";
+}
+
+/** `coop sandbox ps [--json] [--config FILE]`. */
+export async function psCommand(args: string[]): Promise<number> {
+  const parsed = parseStateArgs(args);
+  if (parsed.positionals.length > 0) throw new UsageError("sandbox ps takes no arguments");
+  const stateDir = await stateDirOf(parsed.config);
+  if (stateDir === null) return 1;
+  const live = listLiveSandboxes(stateDir);
+  console.log(parsed.json ? JSON.stringify(live, null, 2) : renderLiveSandboxes(live).trimEnd());
+  return 0;
+}
+
+/** `coop sandbox stop ID [--config FILE]`: kills that live session sandbox. */
+export async function stopCommand(args: string[]): Promise<number> {
+  const parsed = parseStateArgs(args);
+  const [id, ...extra] = parsed.positionals;
+  if (!id || extra.length > 0) {
+    throw new UsageError("sandbox stop needs one ID (see coop sandbox ps)");
+  }
+  const stateDir = await stateDirOf(parsed.config);
+  if (stateDir === null) return 1;
+  const target = listLiveSandboxes(stateDir).find((s) => s.id === id);
+  if (!target) {
+    writeStderr(`coop: no live session sandbox "${id}" (coop sandbox ps lists them)\n`);
+    return 1;
+  }
+  // The start time again, right before the kill: never signal a process that reused the pid.
+  if (processStartTime(target.pid) === target.pidStart) process.kill(target.pid, "SIGKILL");
+  const until = Date.now() + STOP_WAIT_MS;
+  while (processStartTime(target.pid) === target.pidStart && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  if (processStartTime(target.pid) === target.pidStart) {
+    writeStderr(`coop: session sandbox ${id} (pid ${target.pid}) did not end\n`);
+    return 1;
+  }
+  removeLiveSandbox(stateDir, id);
+  console.log(`stopped session sandbox ${id} (${target.user}, ${target.session})`);
+  return 0;
+}
+
+/**
+ * The live sessions of the config at `file` for `coop sandbox status`, or null when there is no
+ * loadable config there (status also works without one).
+ */
+export async function liveSessionsForStatus(file: string): Promise<LiveSandbox[] | null> {
+  try {
+    return listLiveSandboxes((await loadConfig(file)).agent.stateDir);
+  } catch {
+    return null;
+  }
+}

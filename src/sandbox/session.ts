@@ -1,0 +1,307 @@
+/**
+ * `startSession()`: one sandbox kept alive between commands (a chat session's), whose init
+ * runs each command it is sent (ffi/init/session.c). Every command gets its own output, exit
+ * status, timeout and rlimits; the sandbox's world — root, Landlock, seccomp, network, cgroup
+ * limits — is built once. Processes a command leaves in the background run until the session
+ * ends: `stop()`, the init killed, or the gateway gone (the init's parent-death signal and the
+ * go socket closing both end it, and SIGKILL to pid 1 ends its whole pid namespace).
+ * @module
+ */
+import net from "node:net";
+import { Buffer } from "node:buffer";
+import { getLogger } from "@logtape/logtape";
+import { ERRNO, errnoName, errnoText } from "./errno.ts";
+import { SandboxError, SandboxPolicyError } from "./errors.ts";
+import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, type ExecResult } from "./exec.ts";
+import { OUT } from "./ffi.ts";
+import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
+import { RECORD, RECORD_SIZE } from "./protocol.ts";
+import { waitForExit } from "./reaper.ts";
+import { sessionCapture } from "./session_capture.ts";
+import { setupFailure } from "./setup_failure.ts";
+import { buildCommandSpec } from "./spec.ts";
+import {
+  canonicalWorkspace,
+  logSetupFailure,
+  type ProxyTestHooks,
+  type StartedInit,
+  startInit,
+} from "./spawn.ts";
+import type { CgroupHost } from "./cgroup_host.ts";
+import type { StepName } from "./protocol.ts";
+import { timeoutProblem } from "./duration.ts";
+import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
+
+const log = getLogger(["coop", "sandbox", "session"]);
+
+/** How long the init may take to answer a kill before the whole session is ended. */
+const KILL_GRACE_MS = 2000;
+
+/** Options for `startSession()`. */
+export interface SessionOptions {
+  /**
+   * Fail this setup step on purpose (tests of the error path).
+   * @ignore
+   */
+  failAt?: StepName;
+  /**
+   * Test hooks of network "proxy"; production never sets them.
+   * @ignore
+   */
+  proxy?: ProxyTestHooks;
+  /**
+   * Test hook: plan the limits against this stand-in host.
+   * @ignore
+   */
+  cgroupHost?: CgroupHost;
+}
+
+/** Options for one command of a session. */
+export interface SessionExecOptions {
+  /** Wall-clock limit for this command; its process group is killed when it passes. */
+  timeoutMs?: number;
+  /** Bytes written to the command's stdin (then closed). Default: empty stdin. */
+  stdin?: string | Uint8Array;
+  /** Extra environment variables for this command. */
+  env?: Record<string, string>;
+  /** Working directory inside the sandbox: `/work` or a path below it. */
+  cwd?: string;
+  /** Cap on each of stdout and stderr. Default 1 MiB. */
+  maxOutputBytes?: number;
+  /** Kills the command's process group when aborted. */
+  signal?: AbortSignal;
+}
+
+/** A live session sandbox. */
+export interface SessionSandbox {
+  /** Host pid of the session's init (pid 1 inside). */
+  readonly pid: number;
+  /** When the session was started (epoch ms). */
+  readonly startedAt: number;
+  /** Settles once the session has ended (stopped, killed, or its init died). */
+  readonly ended: Promise<void>;
+  /** Whether the session still runs. */
+  readonly alive: boolean;
+  /** Runs `argv` in the session and waits for it (not for what it left in the background). */
+  exec(argv: readonly string[], options?: SessionExecOptions): Promise<ExecResult>;
+  /** Ends the session: every process in it is killed. Resolves once it is gone. */
+  stop(): Promise<void>;
+}
+
+/** A command of a session was refused because the session is over. */
+export class SessionEndedError extends SandboxError {
+  /** `message` says what ended it. */
+  constructor(message: string) {
+    super("sandbox.session_ended", message);
+    this.name = "SessionEndedError";
+  }
+}
+
+interface Pending {
+  utimeMs: number;
+  stimeMs: number;
+  refused: number | null;
+  ended: (status: number) => void;
+}
+
+/**
+ * Starts a session sandbox under `policy`; resolves once its world is built and it waits for
+ * commands. Rejects with SandboxSetupError when it cannot be built.
+ *
+ * @example
+ * ```ts
+ * const session = await startSession({ workspace: "/tmp/ws", network: "none" });
+ * await session.exec(["sh", "-c", "sleep 100 &"]);
+ * (await session.exec(["sh", "-c", "pgrep sleep"])).exitCode; // 0
+ * await session.stop();
+ * ```
+ */
+export async function startSession(
+  policyInput: SandboxPolicyInput | SandboxPolicy,
+  options: SessionOptions = {},
+): Promise<SessionSandbox> {
+  const resolved = resolvePolicy(policyInput);
+  const policy = { ...resolved, workspace: canonicalWorkspace(resolved.workspace) };
+  const argv = ["coop-session"];
+  const init = await startInit(policy, argv, options, true);
+  const { lib, out } = init;
+  // The setup's stdio: the init closes its copies once it serves commands.
+  lib.coop_close(out[OUT.stdout]), lib.coop_close(out[OUT.stderr]);
+  if (out[OUT.stdin] >= 0) lib.coop_close(out[OUT.stdin]);
+  const pending = new Map<number, Pending>();
+  let ready!: (hardening: ExecResult["hardening"]) => void;
+  let failed!: (error: Error) => void;
+  const readyPromise = new Promise<ExecResult["hardening"]>((res, rej) => {
+    ready = res, failed = rej;
+  });
+  let setupError: { step: number; errno: number } | null = null;
+  const report = new net.Socket({ fd: out[OUT.report], readable: true, writable: false });
+  let rest = Buffer.alloc(0);
+  report.on("data", (chunk: Buffer) => {
+    rest = Buffer.concat([rest, chunk]);
+    for (; rest.length >= RECORD_SIZE; rest = rest.subarray(RECORD_SIZE)) {
+      const kind = rest.readInt32LE(0), a = rest.readInt32LE(4), b = rest.readInt32LE(8);
+      const command = pending.get(a);
+      if (kind === RECORD.ready) ready({ landlockAbi: a, seccomp: b === 1 });
+      else if (kind === RECORD.error) setupError ??= { step: a, errno: b };
+      else if (kind === RECORD.utime && command) command.utimeMs = b;
+      else if (kind === RECORD.stime && command) command.stimeMs = b;
+      else if (kind === RECORD.refused && command) command.refused = b;
+      else if (kind === RECORD.ended && command) command.ended(b);
+    }
+  });
+  report.on("error", () => {});
+  let alive = true;
+  const ended = waitForExit(lib, out[OUT.pid]).then(async () => {
+    alive = false;
+    report.destroy();
+    lib.coop_close(out[OUT.pidfd]);
+    lib.coop_close(out[OUT.go]);
+    // Commands still running ended with the sandbox: their process was killed.
+    for (const command of pending.values()) command.ended(signalNumber("SIGKILL"));
+    await init.cgroup?.destroy();
+    await init.quota?.finish();
+    await init.proxy?.close();
+    failed(
+      setupError
+        ? logSetupFailure(setupFailure(setupError.step, setupError.errno), argv)
+        : new SessionEndedError("the session sandbox ended before it was ready"),
+    );
+    log.debug("sandbox.session.ended {pid}", { pid: out[OUT.pid] });
+  });
+  const hardening = await readyPromise;
+  const session = new LiveSession(init, policy, hardening, pending, ended, () => alive);
+  init.quota?.watch(() => void session.stop());
+  return session;
+}
+
+class LiveSession implements SessionSandbox {
+  readonly pid: number;
+  readonly startedAt = Date.now();
+  #nextId = 1;
+
+  constructor(
+    private readonly init: StartedInit,
+    private readonly policy: SandboxPolicy,
+    private readonly hardening: ExecResult["hardening"],
+    private readonly pending: Map<number, Pending>,
+    readonly ended: Promise<void>,
+    private readonly isAlive: () => boolean,
+  ) {
+    this.pid = init.out[OUT.pid];
+  }
+
+  get alive(): boolean {
+    return this.isAlive();
+  }
+
+  stop(): Promise<void> {
+    if (this.alive) this.init.lib.coop_kill(this.init.out[OUT.pidfd], signalNumber("SIGKILL"));
+    return this.ended;
+  }
+
+  async exec(argv: readonly string[], options: SessionExecOptions = {}): Promise<ExecResult> {
+    const { lib, out, proxy } = this.init;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const badTimeout = timeoutProblem(timeoutMs);
+    if (badTimeout) throw new SandboxPolicyError(`timeoutMs ${badTimeout}`);
+    const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    if (!Number.isFinite(limit) || limit <= 0) {
+      throw new SandboxPolicyError(`maxOutputBytes must be a positive number, got ${limit}`);
+    }
+    options.signal?.throwIfAborted();
+    if (!this.alive) throw new SessionEndedError("the session sandbox has ended");
+    const spec = buildCommandSpec(this.policy, argv, {
+      env: options.env,
+      cwd: options.cwd,
+      rlimits: this.init.rlimits,
+      proxy: proxy ?? undefined,
+    });
+    const id = this.#nextId++;
+    const started = performance.now();
+    const denialsBefore = proxy?.denials.length ?? 0;
+    const refusedBefore = proxy?.refusedConnections ?? 0;
+    const violationsBefore = this.init.cgroup?.violations();
+    const fds = new Int32Array(3);
+    const wantStdin = options.stdin !== undefined ? 1 : 0;
+    const sent = lib.coop_session_run(out[OUT.go], id, spec, BigInt(spec.length), wantStdin, fds);
+    if (sent < 0) {
+      throw new SessionEndedError(
+        `the session sandbox did not take the command (${errnoName(-sent)})`,
+      );
+    }
+    const command: Pending = { utimeMs: 0, stimeMs: 0, refused: null, ended: () => {} };
+    const status = new Promise<number>((resolve) => command.ended = resolve);
+    this.pending.set(id, command);
+    if (fds[0] >= 0) {
+      const stdin = new net.Socket({ fd: fds[0], readable: false, writable: true });
+      stdin.on("error", () => {}); // EPIPE when the command does not read its input
+      stdin.end(options.stdin ?? "");
+    }
+    const stdout = sessionCapture(lib, fds[1], limit);
+    const stderr = sessionCapture(lib, fds[2], limit);
+    let timedOut = false;
+    let force: ReturnType<typeof setTimeout> | undefined;
+    const kill = () => {
+      if (force !== undefined) return;
+      lib.coop_session_signal(out[OUT.go], id, signalNumber("SIGKILL"));
+      // An init that does not answer is not trusted with the session any longer.
+      force = setTimeout(() => {
+        log.warn("sandbox.session.unresponsive {pid}: ending the session", { pid: this.pid });
+        void this.stop();
+      }, KILL_GRACE_MS);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, timeoutMs);
+    options.signal?.addEventListener("abort", kill, { once: true });
+    let waitStatus: number;
+    try {
+      waitStatus = await status;
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(force);
+      options.signal?.removeEventListener("abort", kill);
+      this.pending.delete(id);
+    }
+    stdout.end(), stderr.end();
+    const [outBytes, errBytes] = await Promise.all([stdout.done, stderr.done]);
+    const decoder = new TextDecoder();
+    let stderrText = decoder.decode(errBytes.bytes);
+    if (command.refused !== null) {
+      const what = command.refused === ERRNO.ENOENT
+        ? "command not found"
+        : command.refused === ERRNO.ENOEXEC
+        ? "not a program this system runs (a script needs a #! line)"
+        : errnoText(command.refused);
+      stderrText += `coop: ${argv[0]}: ${what} (${errnoName(command.refused)})\n`;
+    }
+    const after = this.init.cgroup?.violations();
+    const result: ExecResult = {
+      ...decodeWaitStatus(waitStatus),
+      timedOut,
+      stdout: decoder.decode(outBytes.bytes),
+      stderr: stderrText,
+      truncated: outBytes.truncated || errBytes.truncated,
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      hardening: this.hardening,
+      oomKilled: !!after?.oomKilled && !violationsBefore?.oomKilled,
+      pidsLimitHit: after ? !!after.pidsLimitHit && !violationsBefore?.pidsLimitHit : null,
+      limits: this.init.limits,
+      cpu: { userMs: command.utimeMs, systemMs: command.stimeMs, measuredBy: "rusage" },
+      disk: null,
+      proxyDenials: [...(proxy?.denials.slice(denialsBefore) ?? [])],
+      proxyRefusedConnections: (proxy?.refusedConnections ?? 0) - refusedBefore,
+    };
+    log.debug("sandbox.session.exec {command} exit={exitCode} {durationMs}ms", {
+      command: argv[0],
+      pid: this.pid,
+      exitCode: result.exitCode,
+      signal: result.signal,
+      timedOut,
+      durationMs: result.durationMs,
+    });
+    return result;
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The gateway's live session sandboxes (`lifetime = "session"`): one per chat session, made on
+ * its first command and keyed by the session and the policy it was made with (a config reload
+ * that changes the policy stops the old one and makes a new one). A session sandbox ends on
+ * `/clear`, after its idle timeout, on gateway shutdown or drain, and on `coop sandbox stop`
+ * (which kills its init; the registry notices the end). Each live one has a file under
+ * `<state_dir>/sandboxes/` for the CLI (live_sandbox_files.ts).
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { getLogger } from "@logtape/logtape";
+import {
+  type ExecResult,
+  type SandboxPolicyInput,
+  type SessionExecOptions,
+  type SessionSandbox,
+  startSession,
+} from "../sandbox/mod.ts";
+import { processStartTime, removeLiveSandbox, writeLiveSandbox } from "./live_sandbox_files.ts";
+
+const log = getLogger(["coop", "tools", "session"]);
+
+/** Which chat session a command belongs to. */
+export interface SessionKey {
+  channel: string;
+  user: string;
+  session: string;
+}
+
+/** Starts a session sandbox (tests may inject one). */
+export type SessionStarter = (policy: SandboxPolicyInput) => Promise<SessionSandbox>;
+
+interface Entry {
+  id: string;
+  policyKey: string;
+  sandbox: Promise<SessionSandbox>;
+  idle?: ReturnType<typeof setTimeout>;
+  running: number;
+}
+
+function keyOf(key: SessionKey): string {
+  return JSON.stringify([key.channel, key.user, key.session]);
+}
+
+/** Live session sandboxes of one gateway, by chat session. */
+export class SessionSandboxes {
+  readonly #entries = new Map<string, Entry>();
+  readonly #stateDir: string;
+  readonly #start: SessionStarter;
+
+  /** `stateDir` receives the files `coop sandbox ps` reads. */
+  constructor(stateDir: string, start: SessionStarter = (policy) => startSession(policy)) {
+    this.#stateDir = stateDir;
+    this.#start = start;
+  }
+
+  /** How many session sandboxes are live (or starting). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * Runs `argv` in `key`'s live sandbox under `policy`, starting it first when there is none
+   * (or its policy changed); `idleTimeoutMs` of no command afterwards stops it.
+   */
+  async exec(
+    key: SessionKey,
+    policy: SandboxPolicyInput,
+    argv: readonly string[],
+    options: SessionExecOptions & { idleTimeoutMs: number },
+  ): Promise<ExecResult> {
+    const entry = await this.#entryFor(key, policy);
+    clearTimeout(entry.idle);
+    entry.running++;
+    try {
+      const sandbox = await entry.sandbox;
+      return await sandbox.exec(argv, options);
+    } finally {
+      entry.running--;
+      if (entry.running === 0 && this.#entries.get(keyOf(key)) === entry) {
+        entry.idle = setTimeout(() => {
+          log.info("sandbox.session.idle {user} {id}: stopped after {idleMs} ms unused", {
+            user: key.user,
+            id: entry.id,
+            idleMs: options.idleTimeoutMs,
+          });
+          void this.stop(key);
+        }, options.idleTimeoutMs);
+        Deno.unrefTimer?.(entry.idle as unknown as number);
+      }
+    }
+  }
+
+  async #entryFor(key: SessionKey, policy: SandboxPolicyInput): Promise<Entry> {
+    const k = keyOf(key);
+    const policyKey = JSON.stringify(policy);
+    const existing = this.#entries.get(k);
+    if (existing) {
+      const alive = await existing.sandbox.then((s) => s.alive, () => false);
+      if (alive && existing.policyKey === policyKey) return existing;
+      if (this.#entries.get(k) === existing) await this.stop(key);
+      const again = this.#entries.get(k);
+      if (again && again.policyKey === policyKey) return again;
+    }
+    const id = randomBytes(4).toString("hex");
+    const sandbox = this.#start(policy);
+    const entry: Entry = { id, policyKey, sandbox, running: 0 };
+    this.#entries.set(k, entry);
+    sandbox.then((live) => {
+      writeLiveSandbox(this.#stateDir, {
+        id,
+        pid: live.pid,
+        pidStart: processStartTime(live.pid) ?? "",
+        user: key.user,
+        session: `${key.channel}:${key.session}`,
+        startedAt: new Date(live.startedAt).toISOString(),
+        gatewayPid: Deno.pid,
+      });
+      log.info("sandbox.session.started {user} {id} pid={pid}", {
+        user: key.user,
+        id,
+        pid: live.pid,
+        channel: key.channel,
+      });
+      // However it ends — stop(), `coop sandbox stop`, the init dying — it is forgotten.
+      void live.ended.then(() => {
+        removeLiveSandbox(this.#stateDir, id);
+        clearTimeout(entry.idle);
+        if (this.#entries.get(k) === entry) this.#entries.delete(k);
+        log.info("sandbox.session.ended {user} {id}", { user: key.user, id });
+      });
+    }, () => {
+      if (this.#entries.get(k) === entry) this.#entries.delete(k);
+    });
+    return entry;
+  }
+
+  /** Stops `key`'s live sandbox, if it has one; resolves once it is gone. */
+  async stop(key: SessionKey): Promise<void> {
+    const k = keyOf(key);
+    const entry = this.#entries.get(k);
+    if (!entry) return;
+    this.#entries.delete(k);
+    clearTimeout(entry.idle);
+    const sandbox = await entry.sandbox.catch(() => null);
+    await sandbox?.stop();
+    removeLiveSandbox(this.#stateDir, entry.id);
+  }
+
+  /** Stops every live sandbox (gateway shutdown or drain). */
+  async stopAll(): Promise<void> {
+    const keys = [...this.#entries.keys()].map((k) => {
+      const [channel, user, session] = JSON.parse(k) as string[];
+      return { channel, user, session };
+    });
+    await Promise.all(keys.map((key) => this.stop(key)));
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * `lifetime = "session"` through the gateway and the real sandbox (as root and unprivileged):
+ * bob's server started by one tool call answers the next call of the same chat session; `coop
+ * sandbox ps` (the real CLI) lists the live sandbox; `/clear` ends it, and `coop sandbox stop`
+ * ends another — no process of either remains on the host.
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { ANTHROPIC as format } from "../agent/wire_formats.ts";
+import { withScriptedServer } from "../agent/scripted_server.ts";
+import { coopToml } from "../e2e/coop_toml.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { Gateway } from "../../src/gateway/gateway.ts";
+import { listLiveSandboxes } from "../../src/tools/live_sandbox_files.ts";
+import { sandboxTest } from "../sandbox/harness.ts";
+
+const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+
+async function coop(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--quiet", main, ...args],
+    stdin: "null",
+  }).output();
+  const text = new TextDecoder();
+  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+}
+
+function ended(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
+
+const SERVE = "cd /work && python3 -m http.server 8000 >/dev/null 2>&1 & echo serving";
+const FETCH = "for i in $(seq 100); do curl -sf http://127.0.0.1:8000/page.txt && exit 0; " +
+  "sleep 0.05; done; exit 1";
+
+sandboxTest(
+  "lifetime = session: a server from one tool call answers the next; ps, stop and /clear end them",
+  async () => {
+    const script = [
+      format.toolCall("c1", "bash", [JSON.stringify({ command: SERVE })]),
+      format.text(["started"]),
+      format.toolCall("c2", "bash", [JSON.stringify({ command: FETCH })]),
+      format.text(["fetched"]),
+      format.toolCall("c3", "bash", [JSON.stringify({ command: "sleep 1000 & echo other" })]),
+      format.text(["other"]),
+    ];
+    const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-session-gw-" }));
+    await Deno.chmod(dir, 0o755);
+    try {
+      await withScriptedServer(script, async (server) => {
+        const text = coopToml({
+          kind: "anthropic",
+          baseUrl: server.url,
+          bob: `[users.sandbox]\nlifetime = "session"\nidle_timeout = "10m"\n`,
+        }).replaceAll("{{dir}}", dir);
+        const file = join(dir, "coop.toml");
+        await Deno.writeTextFile(file, text);
+        const config = parseConfig(text, file, dir);
+        const gateway = Gateway.open(config, { executor: { env: { PATH: "/usr/bin:/bin" } } });
+        const stateDir = config.agent.stateDir;
+        try {
+          const bob = { channel: "http", sender: "bob", session: "s1" };
+          await Deno.mkdir(join(dir, "workspace", "bob"), { recursive: true });
+          await Deno.writeTextFile(join(dir, "workspace", "bob", "page.txt"), "bob's page\n");
+          const first = await gateway.handle({ ...bob, text: "start a server" });
+          assertEquals(first.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+          const second = await gateway.handle({ ...bob, text: "fetch it" });
+          assertEquals(second.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+          assertMatch(
+            JSON.stringify(format.messages(server.requests[3].body).at(-1)),
+            /bob's page/,
+          );
+
+          const other = await gateway.handle({ ...bob, session: "s2", text: "another" });
+          assertEquals(other.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+          const live = listLiveSandboxes(stateDir);
+          assertEquals(live.map((s) => [s.user, s.session]).sort(), [
+            ["bob", "http:s1"],
+            ["bob", "http:s2"],
+          ]);
+
+          const ps = await coop("sandbox", "ps", "--json", "--config", file);
+          assertEquals(ps.code, 0, ps.stderr);
+          const listed = JSON.parse(ps.stdout) as {
+            id: string;
+            session: string;
+            processes: number;
+          }[];
+          assertEquals(listed.length, 2);
+          const s1 = listed.find((s) => s.session === "http:s1")!;
+          assert(s1.processes >= 2, `init and server: ${JSON.stringify(s1)}`);
+          const table = await coop("sandbox", "ps", "--config", file);
+          assertMatch(table.stdout, /ID\s+USER\s+SESSION\s+AGE\s+PROCESSES\s+MEMORY/);
+
+          // coop sandbox stop ends s2's sandbox; the gateway notices and forgets it.
+          const s2 = live.find((s) => s.session === "http:s2")!;
+          const stop = await coop("sandbox", "stop", s2.id, "--config", file);
+          assertEquals(stop.code, 0, stop.stderr);
+          assert(ended(s2.pid), "the stopped init is gone");
+          assert(await waitFor(() => gateway.sessionSandboxes.size === 1, 3000), "forgotten");
+          const unknown = await coop("sandbox", "stop", "nosuchid", "--config", file);
+          assertEquals(unknown.code, 1);
+
+          // /clear ends s1's sandbox and its server.
+          const s1pid = live.find((s) => s.session === "http:s1")!.pid;
+          gateway.clearSession("http", "bob", "s1");
+          assert(await waitFor(() => ended(s1pid), 3000), "the cleared session's init is gone");
+          assert(await waitFor(() => listLiveSandboxes(stateDir).length === 0, 3000));
+          assertEquals(gateway.sessionSandboxes.size, 0);
+        } finally {
+          await gateway.drain();
+          gateway.close();
+        }
+      });
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);

@@ -1,0 +1,93 @@
+/**
+ * The gateway's registry of live session sandboxes (src/tools/session_sandboxes.ts), with the
+ * real sandbox: one per chat session, replaced when its policy changes, stopped when idle and
+ * on stopAll — and its file under `<state_dir>/sandboxes/` follows.
+ */
+import { assert, assertEquals, assertNotEquals } from "../assert.ts";
+import { SessionSandboxes } from "../../src/tools/session_sandboxes.ts";
+import { listLiveSandboxes } from "../../src/tools/live_sandbox_files.ts";
+import { sandboxTest, withWorkspace } from "../sandbox/harness.ts";
+
+function ended(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
+
+const key = { channel: "http", user: "bob", session: "s1" };
+const PID1 = ["sh", "-c", "echo $$ $PPID; cat /proc/1/stat | cut -d' ' -f22"];
+
+sandboxTest("one sandbox per session; a changed policy replaces it; idle ends it", async () => {
+  await withWorkspace(async (workspace) => {
+    const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+    const sessions = new SessionSandboxes(state);
+    try {
+      const policy = { workspace, network: "none" as const };
+      const options = { idleTimeoutMs: 60_000 };
+      await sessions.exec(key, policy, ["sh", "-c", "sleep 1000 &"], options);
+      const [first] = listLiveSandboxes(state);
+      assertEquals([first.user, first.session], ["bob", "http:s1"]);
+      const again = await sessions.exec(key, policy, ["pgrep", "-x", "sleep"], options);
+      assertEquals(again.exitCode, 0, "the same sandbox: the sleep is still there");
+      assertEquals(listLiveSandboxes(state).map((s) => s.id), [first.id]);
+
+      // A reload that changes the policy: the old sandbox is stopped, a new one made.
+      const changed = { ...policy, tmpSizeBytes: 32 * 2 ** 20 };
+      const fresh = await sessions.exec(key, changed, ["pgrep", "-x", "sleep"], options);
+      assertEquals(fresh.exitCode, 1, "a new sandbox: no sleep in it");
+      assert(ended(first.pid), "the old sandbox is gone");
+      const [second] = listLiveSandboxes(state);
+      assertNotEquals(second.id, first.id);
+
+      // Idle: no command for idleTimeoutMs stops it, and its file goes.
+      await sessions.exec(key, changed, ["true"], { idleTimeoutMs: 200 });
+      assert(await waitFor(() => ended(second.pid), 3000), "idle sandbox left running");
+      assert(await waitFor(() => listLiveSandboxes(state).length === 0, 1000));
+      assertEquals(sessions.size, 0);
+
+      await sessions.exec(key, policy, PID1, options);
+      await sessions.exec({ ...key, session: "s2" }, policy, PID1, options);
+      const pids = listLiveSandboxes(state).map((s) => s.pid);
+      assertEquals(pids.length, 2);
+      await sessions.stopAll();
+      assert(pids.every(ended), "stopAll leaves none");
+      assertEquals(listLiveSandboxes(state), []);
+    } finally {
+      await sessions.stopAll();
+      await Deno.remove(state, { recursive: true });
+    }
+  });
+});
+
+sandboxTest("a stale file (its init gone) is ignored and removed", async () => {
+  const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+  try {
+    await Deno.mkdir(`${state}/sandboxes`);
+    const stale = {
+      id: "deadbeef",
+      pid: 1,
+      pidStart: "not-the-start-time",
+      user: "bob",
+      session: "http:x",
+      startedAt: new Date().toISOString(),
+      gatewayPid: 1,
+    };
+    await Deno.writeTextFile(`${state}/sandboxes/deadbeef.json`, JSON.stringify(stale));
+    assertEquals(listLiveSandboxes(state), []);
+    assertEquals([...Deno.readDirSync(`${state}/sandboxes`)], []);
+  } finally {
+    await Deno.remove(state, { recursive: true });
+  }
+});
