@@ -89,8 +89,8 @@ struct coop_record {
 /* rootfs (issue 14): the overlay or directory root and its top-level binds. 35 and 36 were
  * already taken when the plan reserved 35-37; 38-42 are the session's and the PTY's. */
 #define COOP_STEP_ROOT_LAYERS 37
-#define COOP_STEP_PERSIST 43 /* persist binds and the /etc files bound over an image's */
 #define COOP_STEP_SESSION 38 /* session mode: the init's command channel (signalfd, go socket) */
+#define COOP_STEP_PERSIST 43 /* persist binds and the /etc files bound over an image's */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"

@@ -43,8 +43,8 @@ export const STEPS = {
   35: "ipc-limits",
   36: "capture",
   37: "root-layers",
-  43: "persist",
   38: "session",
+  43: "persist",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
