@@ -114,7 +114,7 @@ export class Gateway {
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
-    this.#usage = new UsageStore(db);
+    this.#usage = new UsageStore(db, undefined, this.#wal);
     this.#usage.prune(LONGEST_BUDGET_WINDOW_MS);
     this.#budgets = new BudgetGate(config, this.#usage);
     this.#leaks = new LeakGuard(config, heldSecrets(config, this.#providerOptions.env));
