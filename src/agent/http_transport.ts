@@ -133,8 +133,8 @@ export function openRequest(request: TransportRequest): Promise<ProviderResponse
       headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
       agent: secure ? agents.https : agents.http,
     });
-    let timer: ReturnType<typeof setTimeout> | undefined;
     let settled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const fail = (error: unknown) => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
@@ -148,16 +148,29 @@ export function openRequest(request: TransportRequest): Promise<ProviderResponse
       reject(error);
     };
     const onAbort = () => fail(signal!.reason);
-    const waitFor = (phase: "connect" | "first_byte", timeoutMs: number) => {
-      clearTimeout(timer);
-      timer = setTimeout(
-        () => fail(new ProviderTimeoutError(provider, { phase, timeoutMs, url })),
-        timeoutMs,
-      );
+    // One timer for both phases: connecting moves the deadline, and the timer is set again
+    // only when it fires early for the phase it finds, or would fire too late for the new one.
+    let phase: "connect" | "first_byte" = "connect";
+    let deadline = performance.now() + timeouts.connectMs;
+    let firesAt = deadline;
+    const check = () => {
+      const left = deadline - performance.now();
+      if (left > 0) return arm(left);
+      const timeoutMs = phase === "connect" ? timeouts.connectMs : timeouts.firstByteMs;
+      fail(new ProviderTimeoutError(provider, { phase, timeoutMs, url }));
     };
-    const connected = () => waitFor("first_byte", timeouts.firstByteMs);
+    const arm = (ms: number) => {
+      clearTimeout(timer);
+      firesAt = performance.now() + ms;
+      timer = setTimeout(check, ms);
+    };
+    const connected = () => {
+      phase = "first_byte";
+      deadline = performance.now() + timeouts.firstByteMs;
+      if (deadline < firesAt) arm(timeouts.firstByteMs);
+    };
+    timer = setTimeout(check, timeouts.connectMs);
     signal?.addEventListener("abort", onAbort, { once: true });
-    waitFor("connect", timeouts.connectMs);
     client.once("socket", (socket) => {
       // A kept connection is already up: only the wait for the headers is left.
       if (!socket.connecting) return connected();

@@ -80,18 +80,6 @@ export class SseParser {
 }
 
 /**
- * Reads events from `read`, which returns the body's next chunk or null at its end. The caller
- * stops reading by leaving the loop; closing the body is its business.
- */
-export async function* readSse(read: () => Promise<Uint8Array | null>): AsyncGenerator<SseEvent> {
-  const parser = new SseParser();
-  for (let chunk = await read(); chunk !== null; chunk = await read()) {
-    yield* parser.push(chunk);
-  }
-  yield* parser.end();
-}
-
-/**
  * Parses an event stream into events; a final event without its blank line is still dispatched.
  *
  * @example
@@ -100,12 +88,14 @@ export async function* readSse(read: () => Promise<Uint8Array | null>): AsyncGen
  * ```
  */
 export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+  const parser = new SseParser();
   const reader = body.getReader();
   try {
-    yield* readSse(async () => {
+    while (true) {
       const { done, value } = await reader.read();
-      return done ? null : value;
-    });
+      yield* done ? parser.end() : parser.push(value);
+      if (done) break;
+    }
   } finally {
     reader.releaseLock();
     await body.cancel().catch(() => {});

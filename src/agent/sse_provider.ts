@@ -7,7 +7,7 @@
 import { type EndpointSettings, postForStream } from "./http_retry.ts";
 import type { Provider, ProviderEvent, ProviderRequest } from "./provider.ts";
 import { ProviderError } from "./provider_error.ts";
-import { readSse, type SseEvent } from "./sse.ts";
+import { type SseEvent, SseParser } from "./sse.ts";
 import { ToolCallAccumulator } from "./tool_call_accumulator.ts";
 
 /** How to reach one endpoint: where, with which key, retries and timeouts. */
@@ -108,11 +108,17 @@ export class SseProvider implements Provider {
     }, signal);
     try {
       const decoder = wire.decoder(decodeContext(this.name));
-      for await (const sse of readSse(() => response.read())) {
-        signal?.throwIfAborted();
-        for (const event of decoder.decode(sse)) {
-          yield event;
-          if (event.type === "stop") return;
+      const parser = new SseParser();
+      // The events of each chunk are decoded in one go: an await per chunk, not per event.
+      for (let ended = false; !ended;) {
+        const chunk = await response.read();
+        ended = chunk === null;
+        for (const sse of chunk === null ? parser.end() : parser.push(chunk)) {
+          signal?.throwIfAborted();
+          for (const event of decoder.decode(sse)) {
+            yield event;
+            if (event.type === "stop") return;
+          }
         }
       }
       signal?.throwIfAborted();
