@@ -1,12 +1,13 @@
 /**
  * Gateway overhead per tool call (issue 6): one turn of 10 `bash` tool calls through the real
  * gateway — in-process, real sandbox, real SQLite sessions — against a provider on loopback that
- * answers instantly, vs the same 10 commands straight through `exec()` with the policy the
- * executor builds. Rounds interleave both so that drift hits them equally. Run by
+ * answers instantly (a separate process, as a real provider is), vs the same 10 commands straight
+ * through `exec()` with the policy the executor builds. Rounds interleave both so that drift hits them equally. Run by
  * `deno task bench` (scripts/bench.ts); informational: a missed goal is marked, never fails.
  * @module
  */
 import { join } from "node:path";
+import process from "node:process";
 import type { TurnOutcome } from "../src/gateway/turn_handler.ts";
 import { type CoopConfig, parseConfig } from "../src/config/config.ts";
 import { Gateway } from "../src/gateway/gateway.ts";
@@ -14,12 +15,11 @@ import { toSandboxPolicy } from "../src/config/sandbox_settings.ts";
 import { scopeFor } from "../src/tools/path_scope.ts";
 import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
 import { isInside } from "../src/sandbox/path_containment.ts";
-import type { ScriptedReply } from "../tests/agent/scripted_server.ts";
-import { ANTHROPIC } from "../tests/agent/wire_formats.ts";
 
 const CALLS = 10;
 const WARMUP_ROUNDS = 3;
-const ROUNDS = 50;
+/** Measured rounds; `--rounds N` changes it (interleaved A/B runs use shorter ones). */
+const ROUNDS = roundsArgument(Deno.args) ?? 50;
 const COMMAND = "true";
 const FINAL_TEXT = "done";
 /**
@@ -39,6 +39,17 @@ const DURABLE_APPENDS_PER_TURN = 0;
 /** A run that must not be reported: the turns did not do what is being measured. */
 class BenchAborted extends Error {}
 
+function roundsArgument(args: readonly string[]): number | undefined {
+  const at = args.indexOf("--rounds");
+  if (at === -1) return undefined;
+  const rounds = Number(args[at + 1]);
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    console.log(`--rounds wants a whole number ≥ 1, got ${args[at + 1]}`);
+    Deno.exit(2);
+  }
+  return rounds;
+}
+
 /** Where the gateway spent one turn, from wrappers around its executor and session store. */
 interface TurnParts {
   executorMs: number;
@@ -51,6 +62,9 @@ interface TurnParts {
 interface Round extends TurnParts {
   turnMs: number;
   directMs: number;
+  /** The gateway process's CPU time (all its threads, not the sandboxes') during each. */
+  turnCpuMs: number;
+  directCpuMs: number;
 }
 
 /** Nearest-rank percentile (p in 0..100) of unsorted samples, as in bench.ts. */
@@ -60,29 +74,46 @@ function percentile(samples: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
 }
 
+/** The scripted model server, in its own process (`bench_gateway_provider.ts`). */
+interface ProviderProcess {
+  url: string;
+  close(): Promise<void>;
+}
+
 /**
- * The Messages API on loopback, answering at once: a turn's request holds the user's message
- * and then one call and one result per step so far, so its length says which reply is next.
+ * Starts the scripted provider as a child Deno process on loopback: like a real provider, its
+ * request handling runs outside the gateway's process and event loop, so only the gateway's own
+ * side of each round trip (the request, loopback, the response and its SSE) is counted.
  */
-function startProvider(): Deno.HttpServer<Deno.NetAddr> {
-  const body = (reply: ScriptedReply) => (reply.chunks ?? []).join("");
-  const args = JSON.stringify({ command: COMMAND });
-  const toolCalls = Array.from(
-    { length: CALLS },
-    (_, step) => body(ANTHROPIC.toolCall(`toolu_${step}`, "bash", [args])),
-  );
-  const final = body(ANTHROPIC.text([FINAL_TEXT]));
-  const headers = { "content-type": "text/event-stream" };
-  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
-    const { messages } = await request.json() as { messages: unknown[] };
-    const step = (messages.length - 1) / 2;
-    if (!Number.isInteger(step) || step > CALLS) {
-      return Response.json({ type: "error", error: { message: "unexpected request" } }, {
-        status: 400,
-      });
+async function startProvider(): Promise<ProviderProcess> {
+  const script = new URL("./bench_gateway_provider.ts", import.meta.url).pathname;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--quiet", "--allow-net=127.0.0.1", script, String(CALLS), COMMAND, FINAL_TEXT],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const close = async () => {
+    await child.stdin.close().catch(() => {});
+    await child.status;
+  };
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { done, value } = await lines.read();
+    if (done) {
+      await close();
+      throw new BenchAborted(`the scripted provider exited before listening: ${text}`);
     }
-    return new Response(step < CALLS ? toolCalls[step] : final, { headers });
-  });
+    text += value;
+  }
+  lines.cancel().catch(() => {});
+  const port = Number(text.trim());
+  if (!Number.isInteger(port)) {
+    await close();
+    throw new BenchAborted(`the scripted provider printed no port: ${text}`);
+  }
+  return { url: `http://127.0.0.1:${port}`, close };
 }
 
 function benchConfig(dir: string, providerUrl: string): CoopConfig {
@@ -153,11 +184,22 @@ function checkTurn(outcome: TurnOutcome): void {
   }
 }
 
-async function gatewayTurn(gateway: Gateway, parts: TurnParts): Promise<Omit<Round, "directMs">> {
+/** CPU time this process has used so far (user + system, every thread), in milliseconds. */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+async function gatewayTurn(
+  gateway: Gateway,
+  parts: TurnParts,
+): Promise<Omit<Round, "directMs" | "directCpuMs">> {
   Object.assign(parts, { executorMs: 0, appendMs: 0, appends: 0, durableAppends: 0 });
+  const cpuStart = cpuMs();
   const start = performance.now();
   const outcome = await gateway.handle({ channel: "http", sender: "bob", text: "go" });
   const turnMs = performance.now() - start;
+  const turnCpuMs = cpuMs() - cpuStart;
   checkTurn(outcome);
   if (parts.appends !== APPENDS_PER_TURN) {
     throw new BenchAborted(`a turn appended ${parts.appends} messages, not ${APPENDS_PER_TURN}`);
@@ -167,11 +209,15 @@ async function gatewayTurn(gateway: Gateway, parts: TurnParts): Promise<Omit<Rou
       `a turn made ${parts.durableAppends} durable appends, not ${DURABLE_APPENDS_PER_TURN}`,
     );
   }
-  return { turnMs, ...parts };
+  return { turnMs, turnCpuMs, ...parts };
 }
 
 /** The same commands as a turn's tool calls, with the executor's policy and options. */
-async function directBatch(policy: SandboxPolicyInput, timeoutMs: number): Promise<number> {
+async function directBatch(
+  policy: SandboxPolicyInput,
+  timeoutMs: number,
+): Promise<{ directMs: number; directCpuMs: number }> {
+  const cpuStart = cpuMs();
   const start = performance.now();
   for (let i = 0; i < CALLS; i++) {
     const result = await exec(policy, ["sh", "-c", COMMAND], {
@@ -182,7 +228,7 @@ async function directBatch(policy: SandboxPolicyInput, timeoutMs: number): Promi
       throw new BenchAborted(`direct exec() exited ${result.exitCode}: ${result.stderr}`);
     }
   }
-  return performance.now() - start;
+  return { directMs: performance.now() - start, directCpuMs: cpuMs() - cpuStart };
 }
 
 /** The file system type under `path` (fsync cost depends on it), from /proc/self/mounts. */
@@ -234,6 +280,12 @@ function print(rounds: readonly Round[], config: CoopConfig): void {
     `the rest: ${CALLS + 1} provider round trips, SSE, loop, turn setup`,
     p((r) => r.turnMs - r.executorMs - r.appendMs, 50),
   );
+  // CPU time does not count waiting for a CPU, so it shows the gateway's own work even on a
+  // busy machine, where wall-clock figures are mostly queueing.
+  line(
+    "gateway process CPU time, turn − round's direct batch",
+    p((r) => r.turnCpuMs - r.directCpuMs, 50),
+  );
 }
 
 async function main(): Promise<void> {
@@ -247,11 +299,12 @@ async function main(): Promise<void> {
       `CPUs, uid ${Deno.uid()}, ${new Date().toISOString()}`,
   );
   const dir = await Deno.makeTempDir({ prefix: "coop-bench-gateway-" });
-  const provider = startProvider();
+  let provider: ProviderProcess | undefined;
   let gateway: Gateway | undefined;
   try {
+    provider = await startProvider();
     Deno.env.set(BENCH_KEY_ENV, "sk-ant-api03-bench-0123456789abcdefghijklmnopqrstuvwxyz");
-    const config = benchConfig(dir, `http://127.0.0.1:${provider.addr.port}`);
+    const config = benchConfig(dir, provider.url);
     gateway = Gateway.open(config);
     const parts = instrument(gateway);
     const bob = config.users[0];
@@ -261,16 +314,16 @@ async function main(): Promise<void> {
     // The first sandboxed call runs the sandbox self-test and creates bob's directory.
     for (let i = 0; i < WARMUP_ROUNDS + ROUNDS; i++) {
       // Alternate which side goes first, so neither always runs right after the other.
-      let directMs = 0;
-      if (i % 2 === 1) directMs = await directBatch(policy, settings.timeoutMs);
+      let direct = { directMs: 0, directCpuMs: 0 };
+      if (i % 2 === 1) direct = await directBatch(policy, settings.timeoutMs);
       const turn = await gatewayTurn(gateway, parts);
-      if (i % 2 === 0) directMs = await directBatch(policy, settings.timeoutMs);
-      if (i >= WARMUP_ROUNDS) rounds.push({ ...turn, directMs });
+      if (i % 2 === 0) direct = await directBatch(policy, settings.timeoutMs);
+      if (i >= WARMUP_ROUNDS) rounds.push({ ...turn, ...direct });
     }
     print(rounds, config);
   } finally {
     gateway?.close();
-    await provider.shutdown();
+    await provider?.close();
     await Deno.remove(dir, { recursive: true });
   }
 }

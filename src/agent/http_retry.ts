@@ -10,10 +10,11 @@ import { getLogger } from "@logtape/logtape";
 import {
   DEFAULT_PROVIDER_TIMEOUTS,
   type Dialer,
+  openRequest,
   type ProviderTimeouts,
-  sendRequest,
 } from "./http_transport.ts";
 import { ProviderError, ProviderTimeoutError } from "./provider_error.ts";
+import type { ProviderResponse } from "./provider_response.ts";
 
 const log = getLogger(["coop", "agent", "provider"]);
 
@@ -101,7 +102,7 @@ function isRetryableStatus(status: number): boolean {
 }
 
 /** Reads at most 16 KiB of an error body and pulls out the server's message. */
-async function errorDetail(response: Response): Promise<string> {
+async function errorDetail(response: ProviderResponse): Promise<string> {
   let text = "";
   try {
     text = (await response.text()).slice(0, 16 * 1024);
@@ -119,13 +120,17 @@ async function errorDetail(response: Response): Promise<string> {
 }
 
 /**
- * Sends `post` and returns the successful (2xx) response with its body unread.
+ * Sends `post` and returns the successful (2xx) response with its body unread (read it to its
+ * end or `cancel()` it, so its connection is reused or closed).
  * Throws `ProviderError` (`provider.auth` on 401/403 without retrying, `provider.http` on other
  * 4xx, `provider.unavailable` when retries run out), `ProviderTimeoutError` (`provider.timeout`:
  * at once when the headers do not come, after the last attempt when connecting times out), or
  * the signal's reason when aborted.
  */
-export async function postJson(post: JsonPost, options: PostOptions = {}): Promise<Response> {
+export async function postJson(
+  post: JsonPost,
+  options: PostOptions = {},
+): Promise<ProviderResponse> {
   const { signal, http = {} } = options;
   const policy = options.retry ?? DEFAULT_RETRY_POLICY;
   const sleep = http.sleep ?? abortableSleep;
@@ -135,11 +140,11 @@ export async function postJson(post: JsonPost, options: PostOptions = {}): Promi
   let connectTimeout: ProviderTimeoutError | null = null;
   for (let attempt = 1;; attempt++) {
     signal?.throwIfAborted();
-    let response: Response | undefined;
+    let response: ProviderResponse | undefined;
     let waitMs: number | null = null;
     connectTimeout = null;
     try {
-      response = await sendRequest({
+      response = await openRequest({
         provider: post.provider,
         url: post.url,
         headers: post.headers,
@@ -243,7 +248,7 @@ export function postForStream(
   settings: EndpointSettings,
   request: StreamRequest,
   signal?: AbortSignal,
-): Promise<Response> {
+): Promise<ProviderResponse> {
   return postJson(
     {
       provider: settings.name,

@@ -13,6 +13,7 @@ import net from "node:net";
 import tls from "node:tls";
 import { errorMessage } from "../errors/coop_error.ts";
 import { ProviderError, ProviderTimeoutError } from "./provider_error.ts";
+import { ProviderResponse } from "./provider_response.ts";
 
 /** How long a provider may take for each phase of a request, in milliseconds. */
 export interface ProviderTimeouts {
@@ -66,9 +67,6 @@ export const defaultDialer: Dialer = ({ host, port, tls: secure }): net.Socket =
  */
 export const IDLE_CONNECTION_MS = 4000;
 
-/** How long a body abandoned before its end (the last event read) may take to finish. */
-const DRAIN_MS = 1000;
-
 type Agents = { http: http.Agent; https: https.Agent };
 const agentsByDialer = new WeakMap<Dialer, Agents>();
 
@@ -118,16 +116,16 @@ export interface TransportRequest {
 }
 
 /**
- * Sends one POST and resolves with the response once its headers arrive;
- * the body is a stream that errors with `ProviderTimeoutError` (`idle`) when it stalls.
+ * Sends one POST and resolves with the response once its headers arrive; its body is read
+ * with `read()`, each read failing with `ProviderTimeoutError` (`idle`) when the body stalls.
  * Rejects with `ProviderTimeoutError` (`connect`, `first_byte`), the signal's reason when
  * aborted, or the socket's error (refused, reset, DNS).
  */
-export function sendRequest(request: TransportRequest): Promise<Response> {
+export function openRequest(request: TransportRequest): Promise<ProviderResponse> {
   const { provider, url, timeouts, signal } = request;
-  const secure = new URL(url).protocol === "https:";
+  const secure = /^https:/i.test(url);
   const dial = request.dial ?? defaultDialer;
-  return new Promise<Response>((resolve, reject) => {
+  return new Promise<ProviderResponse>((resolve, reject) => {
     signal?.throwIfAborted();
     const agents = agentsFor(dial);
     const client = (secure ? https : http).request(url, {
@@ -135,8 +133,8 @@ export function sendRequest(request: TransportRequest): Promise<Response> {
       headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
       agent: secure ? agents.https : agents.http,
     });
-    let timer: ReturnType<typeof setTimeout> | undefined;
     let settled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const fail = (error: unknown) => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
@@ -150,16 +148,29 @@ export function sendRequest(request: TransportRequest): Promise<Response> {
       reject(error);
     };
     const onAbort = () => fail(signal!.reason);
-    const waitFor = (phase: "connect" | "first_byte", timeoutMs: number) => {
-      clearTimeout(timer);
-      timer = setTimeout(
-        () => fail(new ProviderTimeoutError(provider, { phase, timeoutMs, url })),
-        timeoutMs,
-      );
+    // One timer for both phases: connecting moves the deadline, and the timer is set again
+    // only when it fires early for the phase it finds, or would fire too late for the new one.
+    let phase: "connect" | "first_byte" = "connect";
+    let deadline = performance.now() + timeouts.connectMs;
+    let firesAt = deadline;
+    const check = () => {
+      const left = deadline - performance.now();
+      if (left > 0) return arm(left);
+      const timeoutMs = phase === "connect" ? timeouts.connectMs : timeouts.firstByteMs;
+      fail(new ProviderTimeoutError(provider, { phase, timeoutMs, url }));
     };
-    const connected = () => waitFor("first_byte", timeouts.firstByteMs);
+    const arm = (ms: number) => {
+      clearTimeout(timer);
+      firesAt = performance.now() + ms;
+      timer = setTimeout(check, ms);
+    };
+    const connected = () => {
+      phase = "first_byte";
+      deadline = performance.now() + timeouts.firstByteMs;
+      if (deadline < firesAt) arm(timeouts.firstByteMs);
+    };
+    timer = setTimeout(check, timeouts.connectMs);
     signal?.addEventListener("abort", onAbort, { once: true });
-    waitFor("connect", timeouts.connectMs);
     client.once("socket", (socket) => {
       // A kept connection is already up: only the wait for the headers is left.
       if (!socket.connecting) return connected();
@@ -169,9 +180,16 @@ export function sendRequest(request: TransportRequest): Promise<Response> {
     client.on("error", fail);
     client.once("response", (response) => {
       if (settled) return void response.destroy();
-      let answer: Response;
-      try {
-        answer = webResponse(response, {
+      const status = response.statusCode ?? 0;
+      // What a web Response could not carry either (101, or above 599) is no answer.
+      if (status < 200 || status > 599) {
+        return fail(new RangeError(`the server answered with HTTP status ${status}`));
+      }
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      settled = true;
+      resolve(
+        new ProviderResponse(response, {
           idleMs: timeouts.idleMs,
           signal,
           stalled: () =>
@@ -184,126 +202,30 @@ export function sendRequest(request: TransportRequest): Promise<Response> {
               { cause },
             ),
           close: () => client.destroy(),
-        });
-      } catch (error) {
-        // e.g. a status the web Response cannot carry (101, or above 599).
-        return fail(error);
-      }
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      settled = true;
-      resolve(answer);
+        }),
+      );
     });
     client.end(request.body);
   });
 }
 
-interface BodyOptions {
-  idleMs: number;
-  signal?: AbortSignal;
-  /** The error a stall ends the body with. */
-  stalled: () => Error;
-  /** The error a failing connection (reset, closed mid-chunk) ends the body with. */
-  broken: (cause: unknown) => Error;
-  /** Closes the connection. */
-  close: () => void;
-}
-
-/** The node response as a web `Response` whose body is `bodyStream`. */
-function webResponse(response: http.IncomingMessage, options: BodyOptions): Response {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < response.rawHeaders.length; i += 2) {
-    headers.append(response.rawHeaders[i], response.rawHeaders[i + 1]);
-  }
-  return new Response(bodyStream(response, options), { status: response.statusCode, headers });
-}
-
 /**
- * The response body as a web stream whose every read waits at most `idleMs`; a stall, a broken
- * connection or the signal aborting errors the stream and closes the connection. Cancelled
- * before its end (a provider stops reading at its last event), the rest is read and dropped
- * for up to `DRAIN_MS`, so the connection can carry the next request.
+ * `openRequest` with the response as a web `Response`, whose body stream errors as `read()`
+ * does and, cancelled before its end, drains the connection for reuse.
  */
-function bodyStream(
-  response: http.IncomingMessage,
-  options: BodyOptions,
-): ReadableStream<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let ended = false;
-  let draining = false;
-  let failure: unknown = null;
-  let wake = () => {};
-  response.on("data", (chunk: Uint8Array) => {
-    if (draining) return;
-    chunks.push(chunk);
-    response.pause();
-    wake();
-  });
-  response.once("end", () => {
-    ended = true;
-    wake();
-  });
-  // `on`: a second error event without a listener would be thrown.
-  response.on("error", (error) => {
-    failure ??= error;
-    wake();
-  });
-  response.once("close", () => {
-    if (!ended) failure ??= new Error("the connection closed before the response ended");
-    wake();
-  });
-  const nextEvent = () =>
-    new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => settle(options.stalled()), options.idleMs);
-      const onAbort = () => settle(options.signal!.reason);
-      const settle = (error?: unknown) => {
-        clearTimeout(timer);
-        options.signal?.removeEventListener("abort", onAbort);
-        wake = () => {};
-        if (error === undefined) resolve();
-        else reject(error);
-      };
-      wake = () => settle();
-      if (options.signal?.aborted) return onAbort();
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-    });
-  return new ReadableStream<Uint8Array>({
+export async function sendRequest(request: TransportRequest): Promise<Response> {
+  const response = await openRequest(request);
+  const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        while (chunks.length === 0 && !ended && failure === null) await nextEvent();
-        if (chunks.length > 0) {
-          controller.enqueue(chunks.shift()!);
-          response.resume();
-        } else if (ended) {
-          controller.close();
-        } else {
-          throw options.signal?.aborted ? options.signal.reason : options.broken(failure);
-        }
+        const chunk = await response.read();
+        if (chunk === null) controller.close();
+        else controller.enqueue(chunk);
       } catch (error) {
-        options.close();
         controller.error(error);
       }
     },
-    cancel() {
-      // Read to its end, the connection has gone back to the pool already.
-      if (ended) return;
-      if (options.signal?.aborted || failure !== null) return options.close();
-      draining = true;
-      chunks.length = 0;
-      // Resolved once the connection is free again (the reader's `cancel()` waits for it, so
-      // the next model call of the turn finds it in the pool), or closed after `DRAIN_MS`.
-      return new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          options.close();
-          resolve();
-        }, DRAIN_MS);
-        response.once("close", () => {
-          clearTimeout(timer);
-          // The agent takes the connection back on a later tick than the response's end.
-          setTimeout(resolve, 0);
-        });
-        response.resume();
-      });
-    },
+    cancel: () => response.cancel(),
   });
+  return new Response(body, { status: response.status, headers: response.headers });
 }

@@ -12,6 +12,74 @@ export interface SseEvent {
 }
 
 /**
+ * The event-stream format, fed chunk by chunk: `push` each piece of the body as it arrives and
+ * `end` once it is over (a final event without its blank line is still dispatched).
+ */
+export class SseParser {
+  readonly #decoder = new TextDecoder();
+  #buffer = "";
+  #event = "";
+  #data: string[] = [];
+  #hasData = false;
+  #lastId: string | undefined;
+
+  /** The events completed by `chunk`, in order. */
+  push(chunk: Uint8Array): SseEvent[] {
+    const events: SseEvent[] = [];
+    const buffer = this.#buffer + this.#decoder.decode(chunk, { stream: true });
+    // A lone "\r" at the end may be the first half of "\r\n": wait for the next chunk.
+    const eol = /\r\n|\r(?!$)|\n/g;
+    let start = 0;
+    for (let match = eol.exec(buffer); match !== null; match = eol.exec(buffer)) {
+      this.#line(buffer.slice(start, match.index), events);
+      start = match.index + match[0].length;
+    }
+    this.#buffer = buffer.slice(start);
+    return events;
+  }
+
+  /** The events still due at the end of the stream. */
+  end(): SseEvent[] {
+    const events: SseEvent[] = [];
+    let buffer = this.#buffer + this.#decoder.decode();
+    this.#buffer = "";
+    if (buffer.endsWith("\r")) buffer = buffer.slice(0, -1);
+    // Split what is left as `push` would have: "\r" alone is a line end here too.
+    const lines = buffer === "" ? [] : buffer.split(/\r\n|\r|\n/);
+    for (const text of lines) this.#line(text, events);
+    this.#line("", events);
+    return events;
+  }
+
+  #line(text: string, events: SseEvent[]): void {
+    if (text === "") {
+      if (this.#hasData) {
+        events.push({
+          event: this.#event || "message",
+          data: this.#data.join("\n"),
+          ...(this.#lastId === undefined ? {} : { id: this.#lastId }),
+        });
+      }
+      this.#event = "";
+      this.#data = [];
+      this.#hasData = false;
+      return;
+    }
+    if (text.startsWith(":")) return;
+    const colon = text.indexOf(":");
+    const field = colon === -1 ? text : text.slice(0, colon);
+    let value = colon === -1 ? "" : text.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") this.#event = value;
+    else if (field === "id" && !value.includes("\0")) this.#lastId = value;
+    else if (field === "data") {
+      this.#data.push(value);
+      this.#hasData = true;
+    }
+  }
+}
+
+/**
  * Parses an event stream into events; a final event without its blank line is still dispatched.
  *
  * @example
@@ -20,62 +88,14 @@ export interface SseEvent {
  * ```
  */
 export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let event = "";
-  let data: string[] = [];
-  let hasData = false;
-  let lastId: string | undefined;
-  const line = (text: string): SseEvent | null => {
-    if (text === "") {
-      if (!hasData) {
-        event = "";
-        return null;
-      }
-      const dispatched: SseEvent = {
-        event: event || "message",
-        data: data.join("\n"),
-        ...(lastId === undefined ? {} : { id: lastId }),
-      };
-      event = "";
-      data = [];
-      hasData = false;
-      return dispatched;
-    }
-    if (text.startsWith(":")) return null;
-    const colon = text.indexOf(":");
-    const field = colon === -1 ? text : text.slice(0, colon);
-    let value = colon === -1 ? "" : text.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "event") event = value;
-    else if (field === "id" && !value.includes("\0")) lastId = value;
-    else if (field === "data") {
-      data.push(value);
-      hasData = true;
-    }
-    return null;
-  };
+  const parser = new SseParser();
   const reader = body.getReader();
   try {
     while (true) {
       const { done, value } = await reader.read();
-      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      // A lone "\r" at the end may be the first half of "\r\n": wait for the next chunk.
-      let match: RegExpExecArray | null;
-      const eol = /\r\n|\r(?!$)|\n/g;
-      let start = 0;
-      while ((match = eol.exec(buffer)) !== null) {
-        const dispatched = line(buffer.slice(start, match.index));
-        start = match.index + match[0].length;
-        if (dispatched) yield dispatched;
-      }
-      buffer = buffer.slice(start);
+      yield* done ? parser.end() : parser.push(value);
       if (done) break;
     }
-    if (buffer.endsWith("\r")) buffer = buffer.slice(0, -1);
-    if (buffer !== "") line(buffer);
-    const last = line("");
-    if (last) yield last;
   } finally {
     reader.releaseLock();
     await body.cancel().catch(() => {});

@@ -7,7 +7,7 @@
 import { type EndpointSettings, postForStream } from "./http_retry.ts";
 import type { Provider, ProviderEvent, ProviderRequest } from "./provider.ts";
 import { ProviderError } from "./provider_error.ts";
-import { parseSse, type SseEvent } from "./sse.ts";
+import { type SseEvent, SseParser } from "./sse.ts";
 import { ToolCallAccumulator } from "./tool_call_accumulator.ts";
 
 /** How to reach one endpoint: where, with which key, retries and timeouts. */
@@ -94,7 +94,11 @@ export class SseProvider implements Provider {
     this.#wire = wire;
   }
 
-  /** Streams one response as `ProviderEvent`s. */
+  /**
+   * Streams one response as `ProviderEvent`s, read straight from the connection; it ends at the
+   * `stop` event, with the connection back in the pool (what follows the last event, normally
+   * nothing but the end of the body, is drained first).
+   */
   async *stream(request: ProviderRequest, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
     const wire = this.#wire;
     const response = await postForStream(this.#settings, {
@@ -102,17 +106,25 @@ export class SseProvider implements Provider {
       headers: wire.headers(this.#settings.apiKey),
       body: wire.body(request),
     }, signal);
-    const context = decodeContext(this.name);
-    if (!response.body) throw context.malformed("the response has no body");
-    const decoder = wire.decoder(context);
-    for await (const sse of parseSse(response.body)) {
-      signal?.throwIfAborted();
-      for (const event of decoder.decode(sse)) {
-        yield event;
-        if (event.type === "stop") return;
+    try {
+      const decoder = wire.decoder(decodeContext(this.name));
+      const parser = new SseParser();
+      // The events of each chunk are decoded in one go: an await per chunk, not per event.
+      for (let ended = false; !ended;) {
+        const chunk = await response.read();
+        ended = chunk === null;
+        for (const sse of chunk === null ? parser.end() : parser.push(chunk)) {
+          signal?.throwIfAborted();
+          for (const event of decoder.decode(sse)) {
+            yield event;
+            if (event.type === "stop") return;
+          }
+        }
       }
+      signal?.throwIfAborted();
+      yield* decoder.end();
+    } finally {
+      await response.cancel();
     }
-    signal?.throwIfAborted();
-    yield* decoder.end();
   }
 }

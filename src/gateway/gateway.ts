@@ -118,7 +118,7 @@ export class Gateway {
     this.sessionSandboxes = new SessionSandboxes(config.agent.stateDir);
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
-    this.#usage = new UsageStore(db);
+    this.#usage = new UsageStore(db, undefined, this.#wal);
     this.#usage.prune(LONGEST_BUDGET_WINDOW_MS);
     this.#budgets = new BudgetGate(config, this.#usage);
     this.#leaks = new LeakGuard(config, heldSecrets(config, this.#providerOptions.env));

@@ -5,6 +5,7 @@
  * @module
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { WalFlusher } from "./wal_flush.ts";
 
 /** What a person or a group used in a window. */
 export interface UsageTotals {
@@ -37,17 +38,24 @@ function subjectClause(subject: UsageSubject): [string, string] {
   return "person" in subject ? ["person = ?", subject.person] : ["group_name = ?", subject.group];
 }
 
-/** The usage counters over an open state database; every write is committed on return. */
+/**
+ * The usage counters over an open state database; every write is committed on return. With a
+ * `WalFlusher` (the gateway's), writes skip their own fsync and are on disk after the next
+ * `flush()` — which every turn awaits before its reply leaves — like the turn's messages;
+ * without one, each write is on disk when it returns.
+ */
 export class UsageStore {
   readonly #db: DatabaseSync;
   readonly #now: () => number;
+  readonly #wal?: WalFlusher;
   readonly #begin: StatementSync;
   readonly #addTokens: StatementSync;
   readonly #addSandbox: StatementSync;
 
-  constructor(db: DatabaseSync, now: () => number = Date.now) {
+  constructor(db: DatabaseSync, now: () => number = Date.now, wal?: WalFlusher) {
     this.#db = db;
     this.#now = now;
+    this.#wal = wal;
     this.#begin = db.prepare(
       "INSERT INTO usage_turns (person, group_name, channel, started_at) VALUES (?, ?, ?, ?)",
     );
@@ -60,18 +68,37 @@ export class UsageStore {
   /** Records a turn starting now; returns its id for `addTokens` and `addSandboxSeconds`. */
   beginTurn(turn: { person: string; group?: string; channel: string }): number {
     return Number(
-      this.#begin.run(turn.person, turn.group ?? null, turn.channel, this.#now()).lastInsertRowid,
+      this.#write(() => this.#begin.run(turn.person, turn.group ?? null, turn.channel, this.#now()))
+        .lastInsertRowid,
     );
   }
 
   /** Adds model tokens to turn `id`. */
   addTokens(id: number, tokens: number): void {
-    if (tokens > 0) this.#addTokens.run(Math.round(tokens), id);
+    if (tokens > 0) this.#write(() => this.#addTokens.run(Math.round(tokens), id));
   }
 
   /** Adds measured sandbox CPU time to turn `id`. */
   addSandboxSeconds(id: number, seconds: number): void {
-    if (seconds > 0) this.#addSandbox.run(Math.round(seconds * 1e6), id);
+    if (seconds > 0) this.#write(() => this.#addSandbox.run(Math.round(seconds * 1e6), id));
+  }
+
+  /**
+   * One autocommitted write. With a `WalFlusher`, without its fsync: these writes come once per
+   * model response and per sandboxed command, and an fsync on the event loop each (≈ 0.8 ms, far
+   * more on a busy disk) was most of what the gateway added to a tool call. Committed (a crash of
+   * Coop loses nothing), on disk at the turn's `flush()`.
+   */
+  #write<T>(run: () => T): T {
+    if (!this.#wal) return run();
+    this.#db.exec("PRAGMA synchronous = NORMAL");
+    try {
+      const result = run();
+      this.#wal.committed();
+      return result;
+    } finally {
+      this.#db.exec("PRAGMA synchronous = FULL");
+    }
   }
 
   /** What `subject` used in the last `windowMs`. */

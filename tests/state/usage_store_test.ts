@@ -1,0 +1,62 @@
+/**
+ * `UsageStore` with the gateway's `WalFlusher`: each counter write is committed without its own
+ * fsync and waits for the turn's shared one (group commit) — the next `flush()` fsyncs the WAL
+ * once for all of them — and the connection is left at `synchronous = FULL` for everyone else.
+ */
+import { join } from "node:path";
+import { openStateDb } from "../../src/state/state_db.ts";
+import { UsageStore } from "../../src/state/usage_store.ts";
+import { WalFlusher } from "../../src/state/wal_flush.ts";
+import { assertEquals } from "../assert.ts";
+
+const FULL = 2;
+
+Deno.test("usage store: counter writes join the group commit and leave synchronous = FULL", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-usage-" });
+  const db = openStateDb(dir);
+  const synced: number[] = [];
+  const wal = new WalFlusher(join(dir, "coop.db"), {
+    syncData: (fd) => Promise.resolve(void synced.push(fd)),
+  });
+  try {
+    const usage = new UsageStore(db, () => 1_000, wal);
+    const synchronous = () =>
+      (db.prepare("PRAGMA synchronous").get() as { synchronous: number })
+        .synchronous;
+    const id = usage.beginTurn({ person: "bob", channel: "http" });
+    usage.addTokens(id, 120);
+    usage.addSandboxSeconds(id, 0.25);
+    assertEquals(synchronous(), FULL, "the connection's other writers still fsync their commits");
+    await wal.flush();
+    assertEquals(synced.length, 1, "the three writes waited for one shared fsync");
+    await wal.flush();
+    assertEquals(synced.length, 1, "nothing new was committed, so no fsync");
+    assertEquals(usage.totals({ person: "bob" }, 60_000), {
+      turns: 1,
+      tokens: 120,
+      sandboxSeconds: 0.25,
+    });
+  } finally {
+    wal.close();
+    db.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("usage store: without a WalFlusher every write is its own durable commit", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-usage-" });
+  const db = openStateDb(dir);
+  try {
+    const usage = new UsageStore(db, () => 1_000);
+    const id = usage.beginTurn({ person: "bob", channel: "http" });
+    usage.addSandboxSeconds(id, 1);
+    assertEquals(
+      (db.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous,
+      FULL,
+    );
+    assertEquals(usage.totals({ person: "bob" }, 60_000).sandboxSeconds, 1);
+  } finally {
+    db.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
