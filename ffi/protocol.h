@@ -12,7 +12,11 @@
                            * mount (SCM_RIGHTS, in that order); the gateway keeps its end open
                            * while the sandbox lives */
 #define COOP_FD_WORKSPACE 6 /* the idmapped workspace mount, when one came with the go byte */
-#define COOP_FD_FIRST_FREE 7
+#define COOP_FD_TERMINAL 7  /* the pty slave for the command, when one came with the go byte */
+#define COOP_FD_FIRST_FREE 8
+/* The go byte: COOP_GO_TERMINAL when a pty slave is the last fd that comes with it. */
+#define COOP_GO 'g'
+#define COOP_GO_TERMINAL 't'
 
 /* Network "proxy": the init listens on 127.0.0.1:COOP_PROXY_PORT inside the sandbox and
  * forwards every connection to the gateway's policy proxy, whose unix socket the spec binds at
@@ -80,6 +84,8 @@ struct coop_record {
 #define COOP_STEP_MASK_PROC 34 /* procfs entries about the host hidden behind empty ones */
 #define COOP_STEP_IPC_LIMITS 35 /* rlimit path: the IPC namespace's memory bounded (R13) */
 #define COOP_STEP_CAPTURE 36 /* networks "proxy"/"public": route, nf_tables, capture sockets */
+#define COOP_STEP_TERMINAL 41 /* the pty: opened by the gateway, received by the init */
+#define COOP_STEP_CONTROLLING_TERMINAL 42 /* the command's setsid, TIOCSCTTY and stdio on it */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"
@@ -98,6 +104,7 @@ struct coop_record {
 #define COOP_TAG_FAIL_AT 'x'  /* step number: fail there on purpose (tests of error paths) */
 #define COOP_TAG_PROTECT 'p'  /* path relative to /work, re-mounted read-only over itself */
 #define COOP_TAG_PROXY_AUTH 'A' /* "Basic …": the Proxy-Authorization the init's helpers send */
+#define COOP_TAG_TERMINAL 'T' /* (no strings) the command runs on the pty of the go byte */
 #define COOP_TAG_END 'z'
 
 #endif

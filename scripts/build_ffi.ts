@@ -103,6 +103,7 @@ run("gcc", [
   `${ffi}/beneath.c`,
   `${ffi}/dir_list.c`,
   `${ffi}/relay.c`,
+  `${ffi}/pty.c`,
   `${ffi}/init_blob.S`,
   "-pthread",
 ]);

@@ -73,6 +73,10 @@ void coop_read_spec(struct coop_spec *spec) {
       spec->rlimits[spec->rlimit_count].value = coop_parse_ulong(b);
       spec->rlimit_count++;
       break;
+    case COOP_TAG_TERMINAL:
+      take(&pos, len); /* the tag's empty string */
+      spec->terminal = 1;
+      break;
     case COOP_TAG_FAIL_AT: spec->fail_at = (int)coop_parse_ulong(take(&pos, len)); break;
     case COOP_TAG_DIR:
       if (spec->dir_count >= COOP_MAX_ENTRIES) coop_fail(COOP_STEP_SPEC, E2BIG);

@@ -18,6 +18,7 @@ export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export type { DiskQuotaReport } from "./disk_quota.ts";
+export type { SandboxTerminal, TerminalSize } from "./terminal.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop, warmOffLoop } from "./off_loop.ts";

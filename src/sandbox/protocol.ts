@@ -42,6 +42,8 @@ export const STEPS = {
   34: "mask-proc",
   35: "ipc-limits",
   36: "capture",
+  41: "terminal",
+  42: "controlling-terminal",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -127,6 +129,7 @@ export const TAG = {
   failAt: "x",
   protect: "p",
   proxyAuth: "A",
+  terminal: "T",
   end: "z",
 } as const;
 

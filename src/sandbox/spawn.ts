@@ -31,6 +31,12 @@ import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/po
 import type { Resolver } from "./proxy/proxy_decision.ts";
 import { buildSpec } from "./spec.ts";
 import { decodeWaitStatus, type SignalName, signalNumber } from "./wait_status.ts";
+import {
+  type OpenedTerminal,
+  openTerminal,
+  type SandboxTerminal,
+  type TerminalSize,
+} from "./terminal.ts";
 
 export type { SandboxCpuTime };
 
@@ -47,6 +53,12 @@ export interface SpawnOptions {
   cwd?: string;
   /** Give the command a stdin pipe; otherwise it reads EOF. */
   stdin?: boolean;
+  /**
+   * Run the command on a pseudo-terminal of this size instead of pipes: it is the command's
+   * stdin, stdout, stderr and controlling terminal (`SandboxProcess.terminal`); `stdin` is
+   * then ignored, and `stdout`/`stderr` stay empty.
+   */
+  terminal?: TerminalSize;
   /** Fail this setup step on purpose (tests of the error path). */
   failAt?: StepName;
   /** Wall-clock limit: the whole sandbox is killed when it passes (`timedOut` in the status). */
@@ -111,6 +123,8 @@ export interface SandboxProcess {
   readonly stdout: net.Socket;
   /** The command's stderr (raw bytes). */
   readonly stderr: net.Socket;
+  /** The command's terminal, when started with `terminal`; else null. */
+  readonly terminal: SandboxTerminal | null;
   /**
    * Settles once the sandbox is gone; rejects with SandboxSetupError if setup failed. Output
    * still in the pipes may be read after it settles: wait for `stdout`'s `close` for all of it
@@ -238,14 +252,24 @@ export async function spawnWorkspaceAsGiven(
       rlimits: limits.rlimits,
       proxy: proxy ?? undefined,
       protectedPaths,
+      terminal: options.terminal !== undefined,
     });
   } catch (error) {
     await proxy?.close();
     throw error;
   }
+  let tty: OpenedTerminal | null = null;
+  try {
+    tty = options.terminal ? openTerminal(lib, options.terminal) : null;
+  } catch (error) {
+    await proxy?.close();
+    if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
+    throw error;
+  }
   const shape = { newNet: policy.network !== "host", uid: ids.uid, gid: ids.gid };
   const params = new Int32Array(PARAM.count);
-  params[PARAM.wantStdin] = options.stdin ? 1 : 0;
+  params[PARAM.wantStdin] = options.stdin && !tty ? 1 : 0;
+  params[PARAM.terminal] = tty ? tty.slave + 1 : 0;
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
   const cgroup = sandboxCgroup(limits);
   const attach = cgroup ? cgroup.attachList() : null;
@@ -257,12 +281,19 @@ export async function spawnWorkspaceAsGiven(
       (started) => lib.coop_start(spec, BigInt(spec.length), params, idmap, attach, started),
     );
   } catch (error) {
+    tty?.closeMaster();
+    tty?.terminal.socket.destroy();
     await cgroup?.destroy();
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
+  } finally {
+    // The init holds its own copy now (or nothing does): the master then reads EIO once the
+    // command's side is closed, which ends the relay.
+    tty?.closeSlave();
   }
-  return track(lib, out, argv, options.timeoutMs, limits.applied, cgroup, proxy, quota);
+  const resources = { cgroup, proxy, quota, tty };
+  return track(lib, out, argv, options.timeoutMs, limits.applied, resources);
 }
 
 /** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */
@@ -302,10 +333,14 @@ function track(
   argv: readonly string[],
   timeoutMs: number | undefined,
   limits: AppliedLimits,
-  cgroup: SandboxCgroup | null,
-  proxy: PolicyProxy | null,
-  quota: DiskQuotaWatch | null,
+  resources: {
+    cgroup: SandboxCgroup | null;
+    proxy: PolicyProxy | null;
+    quota: DiskQuotaWatch | null;
+    tty: OpenedTerminal | null;
+  },
 ): SandboxProcess {
+  const { cgroup, proxy, quota, tty } = resources;
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
     new net.Socket({ fd, readable: !writable, writable });
@@ -341,6 +376,7 @@ function track(
     clearTimeout(force);
     lib.coop_close(pidfd);
     lib.coop_close(out[OUT.go]);
+    tty?.closeMaster();
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     await cgroup?.destroy();
     const disk = quota ? await quota.finish() : null;
@@ -371,6 +407,7 @@ function track(
     stdin,
     stdout,
     stderr,
+    terminal: tty?.terminal ?? null,
     status,
     kill(signal: SignalName = "SIGKILL") {
       if (signal === "SIGKILL") end();

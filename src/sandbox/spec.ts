@@ -34,6 +34,8 @@ export interface SpecOptions {
   proxy?: { socketPath: string; token: string };
   /** Paths relative to the workspace to re-mount read-only (see `protectedPathsIn`). */
   protectedPaths?: readonly string[];
+  /** The command runs on the pty that comes with the go byte (`SpawnOptions.terminal`). */
+  terminal?: boolean;
 }
 
 /** The proxy variables of a sandbox with network "proxy", upper- and lowercase. */
@@ -161,6 +163,8 @@ export function buildSpec(
     }
     add(TAG.failAt, String(stepNumber(options.failAt)));
   }
+  // No value: the tag's one string is empty (ffi/init/spec.c).
+  if (options.terminal) add(TAG.terminal, "");
   parts.push(TAG.end);
   return new TextEncoder().encode(parts.join("\0"));
 }

@@ -55,6 +55,8 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_relay_release: { parameters: ["pointer", "u32"], result: "i32" },
   coop_relay_stop: { parameters: ["pointer"], result: "void" },
   coop_relay_free: { parameters: ["pointer"], result: "void" },
+  coop_pty_open: { parameters: ["i32", "i32", "buffer"], result: "i32" },
+  coop_pty_resize: { parameters: ["i32", "i32", "i32"], result: "i32" },
 } as const satisfies Record<string, NativeSignature>;
 
 type Buf = NativeBuffer;
@@ -92,6 +94,8 @@ export interface Trampoline {
   coop_relay_release(relay: Ptr, id: number): number;
   coop_relay_stop(relay: Ptr): void;
   coop_relay_free(relay: Ptr): void;
+  coop_pty_open(rows: number, cols: number, out: Buf): number;
+  coop_pty_resize(master: number, rows: number, cols: number): number;
 }
 
 /** A loaded shared object: its functions, and what only the runtime can do with pointers. */
