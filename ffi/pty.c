@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <termios.h>
@@ -167,4 +168,23 @@ int coop_pty_open(int rows, int cols, int32_t *out) {
 int coop_pty_resize(int master, int rows, int cols) {
   struct winsize size = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
   return ioctl(master, TIOCSWINSZ, &size) < 0 ? -errno : 0;
+}
+
+/* Puts the terminal `fd` (the owner's, for `coop shell`) in raw mode as cfmakeraw does —
+ * output processing off too, so the program's own pty alone translates newlines — after
+ * saving its settings in saved (cap bytes). Returns 0, or -errno with nothing changed. */
+int coop_tty_raw(int fd, uint8_t *saved, int64_t cap) {
+  struct termios mode;
+  if (cap < (int64_t)sizeof mode) return -EINVAL;
+  if (tcgetattr(fd, &mode) < 0) return -errno;
+  memcpy(saved, &mode, sizeof mode);
+  cfmakeraw(&mode);
+  return tcsetattr(fd, TCSADRAIN, &mode) < 0 ? -errno : 0;
+}
+
+/* Restores the settings coop_tty_raw saved; returns 0 or -errno. */
+int coop_tty_restore(int fd, const uint8_t *saved) {
+  struct termios mode;
+  memcpy(&mode, saved, sizeof mode);
+  return tcsetattr(fd, TCSADRAIN, &mode) < 0 ? -errno : 0;
 }

@@ -4,8 +4,9 @@
  * @module
  */
 import net from "node:net";
-import { SandboxPolicyError } from "./errors.ts";
-import type { Trampoline } from "./ffi.ts";
+import { errnoName, errnoText } from "./errno.ts";
+import { SandboxError, SandboxPolicyError } from "./errors.ts";
+import { loadTrampoline, type Trampoline } from "./ffi.ts";
 import { stepNumber } from "./protocol.ts";
 import { setupFailure } from "./setup_failure.ts";
 
@@ -79,5 +80,38 @@ export function openTerminal(lib: Trampoline, size: TerminalSize): OpenedTermina
       if (masterOpen) lib.coop_close(master);
       masterOpen = false;
     },
+  };
+}
+
+/**
+ * Puts the terminal on `fd` in raw mode (as `cfmakeraw`: no echo, no line editing, no signal
+ * keys, no output processing) and returns the function that restores exactly the settings it
+ * had. For relaying a terminal to a sandboxed command's own pty, whose line discipline then
+ * does all of that once.
+ *
+ * @example
+ * ```ts
+ * const restore = await rawTerminal(0);
+ * try {
+ *   // relay
+ * } finally {
+ *   restore();
+ * }
+ * ```
+ */
+export async function rawTerminal(fd: number): Promise<() => void> {
+  const lib = await loadTrampoline();
+  const saved = new Uint8Array(256);
+  const r = lib.coop_tty_raw(fd, saved, BigInt(saved.length));
+  if (r < 0) {
+    throw new SandboxError(
+      "sandbox.terminal_mode",
+      `cannot put the terminal (fd ${fd}) in raw mode: ${errnoName(-r)} (${errnoText(-r)})`,
+    );
+  }
+  let restored = false;
+  return () => {
+    if (!restored) lib.coop_tty_restore(fd, saved);
+    restored = true;
   };
 }
