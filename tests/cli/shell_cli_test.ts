@@ -140,7 +140,7 @@ const PROMPT = /bob@coop:[^\r\n]*[#$] $/;
 
 sandboxTest({
   name:
-    `coop shell --user bob: prompt, the sandbox, resize, Ctrl-C, exit status, terminal restored${SKIP}`,
+    `coop shell --user bob: prompt, the sandbox, resize, Ctrl-Z, Ctrl-C, exit status, terminal restored${SKIP}`,
   ignore: !HAS_SCRIPT,
 }, async () => {
   const s = await session("shell --user bob");
@@ -159,6 +159,19 @@ sandboxTest({
     assert(stty.success, new TextDecoder().decode(stty.stderr));
     await s.type("stty size\n");
     await s.waitFor(/[\r\n]40 100\r\n/);
+    // Ctrl-Z stops the foreground job (bash has job control on its pty); it can be killed.
+    await s.type("sleep 101\n");
+    assert(
+      await until(() => descendants(s.child.pid).some((p) => p.cmdline === "sleep 101 "), 10_000),
+      "sleep did not start",
+    );
+    await s.type("\x1a");
+    await s.waitFor(/Stopped\s+sleep 101/);
+    await s.type("kill -9 %1\n");
+    assert(
+      await until(() => !descendants(s.child.pid).some((p) => p.cmdline === "sleep 101 "), 10_000),
+      "the stopped job was not killed",
+    );
     // Ctrl-C reaches sleep through the program's pty; the shell lives on.
     await s.type("sleep 100\n");
     assert(

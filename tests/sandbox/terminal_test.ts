@@ -87,6 +87,18 @@ sandboxTest("terminal: Ctrl-C interrupts the foreground program, Ctrl-D ends inp
   });
 });
 
+sandboxTest("terminal: Ctrl-Z cannot freeze a program no shell would resume", async () => {
+  await withWorkspace(async (workspace) => {
+    // The command leads its own session below the init: its process group is orphaned, so the
+    // kernel discards the terminal's stop signals instead of stopping it for good.
+    const run = await onTerminal(workspace, ["sh", "-c", "sleep 0.5; echo done"]);
+    run.type("\x1a");
+    const status = await run.finished();
+    assertMatch(run.output(), /done\r\n$/);
+    assertEquals(status.exitCode, 0);
+  });
+});
+
 sandboxTest("terminal: the exit status and a killing signal come back", async () => {
   await withWorkspace(async (workspace) => {
     const exited = await onTerminal(workspace, ["sh", "-c", "exit 7"]);
