@@ -19,6 +19,7 @@ export type { ExecOptions, ExecResult } from "./src/sandbox/exec.ts";
 export type { SandboxCpuTime } from "./src/sandbox/spawn.ts";
 export { spawn } from "./src/sandbox/public_spawn.ts";
 export type { RunningSandbox, SpawnSandboxOptions } from "./src/sandbox/public_spawn.ts";
+export type { SandboxTerminal, TerminalSize } from "./src/sandbox/terminal.ts";
 export type { SandboxStatus } from "./src/sandbox/spawn.ts";
 export { SessionEndedError, startSession } from "./src/sandbox/session.ts";
 export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./src/sandbox/session.ts";

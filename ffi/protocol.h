@@ -12,7 +12,11 @@
                            * mount (SCM_RIGHTS, in that order); the gateway keeps its end open
                            * while the sandbox lives */
 #define COOP_FD_WORKSPACE 6 /* the idmapped workspace mount, when one came with the go byte */
-#define COOP_FD_FIRST_FREE 7
+#define COOP_FD_TERMINAL 7  /* the pty slave for the command, when one came with the go byte */
+#define COOP_FD_FIRST_FREE 8
+/* The go byte: COOP_GO_TERMINAL when a pty slave is the last fd that comes with it. */
+#define COOP_GO 'g'
+#define COOP_GO_TERMINAL 't'
 
 /* Network "proxy": the init listens on 127.0.0.1:COOP_PROXY_PORT inside the sandbox and
  * forwards every connection to the gateway's policy proxy, whose unix socket the spec binds at
@@ -90,6 +94,8 @@ struct coop_record {
  * already taken when the plan reserved 35-37; 38-42 are the session's and the PTY's. */
 #define COOP_STEP_ROOT_LAYERS 37
 #define COOP_STEP_SESSION 38 /* session mode: the init's command channel (signalfd, go socket) */
+#define COOP_STEP_TERMINAL 41 /* the pty: opened by the gateway, received by the init */
+#define COOP_STEP_CONTROLLING_TERMINAL 42 /* the command's setsid, TIOCSCTTY and stdio on it */
 #define COOP_STEP_PERSIST 43 /* persist binds and the /etc files bound over an image's */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
@@ -114,6 +120,7 @@ struct coop_record {
 #define COOP_TAG_PERSIST 'b'  /* host directory, sandbox path: bound read-write */
 #define COOP_TAG_SESSION 'S' /* "1": the init stays and runs commands sent on the go
                               * socket (ffi/init/session.c) instead of the spec's argv */
+#define COOP_TAG_TERMINAL 'T' /* (no strings) the command runs on the pty of the go byte */
 #define COOP_TAG_END 'z'
 
 /* Session mode: a request on the go socket is three native-endian int32 {op, id, value}. */

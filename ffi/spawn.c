@@ -43,7 +43,7 @@ extern const unsigned long coop_init_blob_size;
 #define CHILD_STACK_SIZE (64 * 1024)
 
 /* Indexes of the int32 arrays exchanged with TypeScript (src/sandbox/ffi.ts). */
-enum { P_NEW_NET, P_OUTER_UID, P_OUTER_GID, P_WANT_STDIN, P_COUNT };
+enum { P_NEW_NET, P_OUTER_UID, P_OUTER_GID, P_WANT_STDIN, P_TERMINAL, P_COUNT };
 enum { O_PID, O_PIDFD, O_STDIN, O_STDOUT, O_STDERR, O_REPORT, O_GO, O_ERR_STEP, O_ERR_ERRNO, O_COUNT };
 
 /* The init's fds 0-3 and 5 (fd 4, the spec, comes later with the go byte). */
@@ -190,14 +190,13 @@ static int idmapped_workspace(pid_t pid, const char *workspace) {
   return tree;
 }
 
-/* Sends the init its go byte with `count` fds (SCM_RIGHTS): the spec and, when there is one,
- * the workspace mount. */
-static int send_go(int sock, const int *fds, int count) {
-  char byte = 'g';
+/* Sends the init its go byte with `count` fds (SCM_RIGHTS): the spec, then the workspace mount
+ * when there is one, then the terminal when the byte is COOP_GO_TERMINAL. */
+static int send_go(int sock, char byte, const int *fds, int count) {
   struct iovec iov = {.iov_base = &byte, .iov_len = 1};
   union {
     struct cmsghdr hdr;
-    char buf[CMSG_SPACE(2 * sizeof(int))];
+    char buf[CMSG_SPACE(3 * sizeof(int))];
   } control;
   memset(&control, 0, sizeof control);
   struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -394,7 +393,10 @@ static void recorded_error(int32_t *out, int *step, int *err) {
 }
 
 /* The second half: gives a prestarted init (out, from coop_prestart) its spec and lets it
- * build the sandbox and run the command. params: P_WANT_STDIN.
+ * build the sandbox and run the command. params: P_WANT_STDIN, and P_TERMINAL: 0, or 1 + the
+ * fd of a pty's slave (coop_pty_open; the + 1 keeps a zeroed array from naming fd 0) that
+ * becomes the command's stdio and controlling terminal — the caller keeps its fd and closes it
+ * once this returns.
  * idmap_workspace: NULL, or the workspace to hand over as an idmapped mount (root invokers).
  * cgroup_dirs: NULL, or the cgroup directories to place the init in before it may run
  * (NUL-separated, ended by an empty string; the cgroup v1 limits path).
@@ -415,8 +417,12 @@ int coop_start(const uint8_t *spec, size_t spec_len, const int32_t *params,
     if (tree < 0) step = COOP_STEP_MOUNT_WORKSPACE, err = -tree;
   }
   if (!step) {
-    int fds[2] = {spec_fd, tree};
-    int r = send_go(out[O_GO], fds, tree >= 0 ? 2 : 1);
+    int terminal = params[P_TERMINAL] - 1;
+    int fds[3] = {spec_fd, -1, -1}, count = 1;
+    if (tree >= 0) fds[count++] = tree;
+    if (terminal >= 0) fds[count++] = terminal;
+    char byte = terminal >= 0 ? COOP_GO_TERMINAL : COOP_GO;
+    int r = send_go(out[O_GO], byte, fds, count);
     if (r) step = COOP_STEP_WAIT_GO, err = -r;
     /* The init's end is closed: it has exited, or is exiting, maybe with a reason. */
     if (r == -EPIPE || r == -ECONNRESET) recorded_error(out, &step, &err);

@@ -104,6 +104,7 @@ run("gcc", [
   `${ffi}/dir_list.c`,
   `${ffi}/relay.c`,
   `${ffi}/session.c`,
+  `${ffi}/pty.c`,
   `${ffi}/init_blob.S`,
   "-pthread",
 ]);

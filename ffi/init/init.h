@@ -36,6 +36,7 @@ struct coop_spec {
   const char *hostname;
   const char *workspace;
   int workspace_fd; /* an idmapped mount of the workspace from the gateway, or -1 */
+  int terminal;     /* the command runs on the pty at COOP_FD_TERMINAL */
   const char *cwd;
   const char *net;
   const char *proxy_auth; /* "Basic …" for the init's own requests to the proxy */

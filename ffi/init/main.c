@@ -34,7 +34,7 @@ struct coop_cmsg_fds {
   unsigned long len;
   int level;
   int type;
-  int fds[2];
+  int fds[3];
 };
 #define COOP_CMSG_HEADER (sizeof(unsigned long) + 2 * sizeof(int))
 #define COOP_SOL_SOCKET 1
@@ -44,12 +44,13 @@ struct coop_cmsg_fds {
 #define COOP_MSG_DONTWAIT 0x40
 
 /* Blocks until the gateway sends the go byte — once our uid/gid maps are written (it can only
- * do that after clone) — with the spec (a memfd) and, for a root invoker, the workspace as an
- * idmapped mount. The init may have waited here long before the command exists
- * (src/sandbox/prestart.ts). Puts the spec at COOP_FD_SPEC, becomes the mapped uid/gid 0 (the
- * invoking user, or an unprivileged uid for root) and returns the workspace fd
+ * do that after clone) — with the spec (a memfd), for a root invoker the workspace as an
+ * idmapped mount, and when the byte is COOP_GO_TERMINAL the command's pty last. The init may
+ * have waited here long before the command exists (src/sandbox/prestart.ts). Puts the spec at
+ * COOP_FD_SPEC and the pty at COOP_FD_TERMINAL (setting *terminal), becomes the mapped uid/gid
+ * 0 (the invoking user, or an unprivileged uid for root) and returns the workspace fd
  * (COOP_FD_WORKSPACE) or -1. */
-static int wait_for_go(void) {
+static int wait_for_go(int *terminal) {
   char go = 0;
   struct coop_iovec iov = {&go, 1};
   struct coop_cmsg_fds cmsg = {0};
@@ -62,16 +63,24 @@ static int wait_for_go(void) {
   if (msg.controllen >= COOP_CMSG_HEADER + sizeof(int) && cmsg.level == COOP_SOL_SOCKET &&
       cmsg.type == COOP_SCM_RIGHTS)
     count = (int)((cmsg.len - COOP_CMSG_HEADER) / sizeof(int));
-  if (count < 1 || count > 2) coop_fail(COOP_STEP_WAIT_GO, EPROTO);
+  *terminal = go == COOP_GO_TERMINAL;
+  if (go != COOP_GO && !*terminal) coop_fail(COOP_STEP_WAIT_GO, EPROTO);
+  if (count < 1 + *terminal || count > 2 + *terminal) coop_fail(COOP_STEP_WAIT_GO, EPROTO);
   const int *fds = cmsg.fds;
-  /* The received fds got the lowest free numbers, which may be 4 or 6 themselves: park them
-   * above the targets first so that no dup3 below clobbers the other one. */
-  long parked[2] = {-1, -1};
+  /* The received fds got the lowest free numbers, which may be 4, 6 or 7 themselves: park
+   * them above the targets first so that no dup3 below clobbers another one. */
+  long parked[3] = {-1, -1, -1};
   for (int i = 0; i < count; i++)
     parked[i] = coop_check(COOP_STEP_WAIT_GO,
                            SYS3(__NR_fcntl, fds[i], F_DUPFD_CLOEXEC, COOP_FD_FIRST_FREE));
   for (int i = 0; i < count; i++) SYS1(__NR_close, fds[i]);
   coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, parked[0], COOP_FD_SPEC, O_CLOEXEC));
+  if (*terminal) {
+    coop_check(COOP_STEP_TERMINAL,
+               SYS3(__NR_dup3, parked[count - 1], COOP_FD_TERMINAL, O_CLOEXEC));
+    count--;
+    SYS1(__NR_close, parked[count]);
+  }
   int tree = -1;
   if (count == 2) {
     coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, parked[1], COOP_FD_WORKSPACE, O_CLOEXEC));
@@ -130,8 +139,9 @@ void coop_end_all(void) {
  * process, and when the command has exited ends the rest and exits with its status.
  * COOP_SIG_END (timeout, cancel) is the gateway's SIGKILL for the command. */
 __attribute__((noreturn)) static void supervise(long command) {
-  /* Our copies of the command's stdio would keep the gateway's pipes open. */
+  /* Our copies of the command's stdio would keep the gateway's pipes (or its pty) open. */
   SYS1(__NR_close, 0), SYS1(__NR_close, 1), SYS1(__NR_close, 2);
+  SYS1(__NR_close, COOP_FD_TERMINAL);
   unsigned long all = ~0UL;
   char info[128];
   for (;;) {
@@ -185,7 +195,8 @@ void coop_init_main(const long *stack) {
     coop_step(0, COOP_STEP_LOOPBACK);
     coop_loopback_up();
   }
-  spec.workspace_fd = wait_for_go();
+  int terminal = 0;
+  spec.workspace_fd = wait_for_go(&terminal);
   /* Die with the gateway's thread that spawned us (the JS main thread). Armed only now:
    * setresuid above clears it. If the gateway died before this, its end of the go socket is
    * closed and we stop here instead of running unsupervised. */
@@ -207,6 +218,9 @@ void coop_init_main(const long *stack) {
   /* Inits are prestarted by shape (src/sandbox/prestart.ts): never let a spec that wants no
    * network run in one that shares the host's. */
   if (coop_streq(spec.net, "host") == new_net) coop_fail(COOP_STEP_NETWORK_MODE, EINVAL);
+  /* A spec for a terminal runs only on the pty that came with it, and one without never
+   * inherits a terminal. */
+  if (spec.terminal != terminal) coop_fail(COOP_STEP_TERMINAL, EPROTO);
 
   /* A memory limit on each address space (the rlimit path) must also bound what the IPC
    * namespace holds outside them. Before the new root: through the host's /proc, since the

@@ -9,6 +9,7 @@
 #include <linux/securebits.h>
 #include <linux/signal.h>
 #include <linux/sockios.h>
+#include <asm/ioctls.h>
 
 #ifndef AF_INET
 #define AF_INET 2
@@ -48,6 +49,7 @@ void coop_reset_signals(void) {
 void coop_close_inherited_fds(void) {
   SYS1(__NR_close, COOP_FD_SPEC);      /* the spec and the workspace come with the go byte */
   SYS1(__NR_close, COOP_FD_WORKSPACE);
+  SYS1(__NR_close, COOP_FD_TERMINAL);
   coop_check(COOP_STEP_CLOSE_FDS, SYS3(__NR_close_range, COOP_FD_FIRST_FREE, ~0U, 0));
   coop_check(COOP_STEP_CLOSE_FDS, SYS3(__NR_fcntl, COOP_FD_REPORT, F_SETFD, FD_CLOEXEC));
 }
@@ -130,8 +132,20 @@ static long exec_search(const struct coop_spec *spec) {
   return err;
 }
 
+/* The command's own session with the pty as its controlling terminal and stdio: the line
+ * discipline's Ctrl-C, Ctrl-Z and hang-up reach its process group, and no other terminal is
+ * reachable through /dev/tty (ATTACKS T4). A failure is a setup error: nothing has run. */
+static void take_terminal(void) {
+  const int step = COOP_STEP_CONTROLLING_TERMINAL;
+  coop_check(step, SYS0(__NR_setsid));
+  coop_check(step, SYS3(__NR_ioctl, COOP_FD_TERMINAL, TIOCSCTTY, 0));
+  for (int fd = 0; fd < 3; fd++) coop_check(step, SYS3(__NR_dup3, COOP_FD_TERMINAL, fd, 0));
+  SYS1(__NR_close, COOP_FD_TERMINAL);
+}
+
 void coop_exec_command(const struct coop_spec *spec) {
   unsigned long none = 0;
+  if (spec->terminal) take_terminal();
   SYS4(__NR_rt_sigprocmask, SIG_SETMASK, &none, 0, 8);
   long err = -exec_search(spec);
   if (coop_session_command) coop_report(COOP_REC_REFUSED, coop_session_command, (int)err);

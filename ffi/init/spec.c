@@ -74,6 +74,10 @@ void coop_read_spec(struct coop_spec *spec) {
       spec->rlimit_count++;
       break;
     case COOP_TAG_SESSION: spec->session = take(&pos, len)[0] == '1'; break;
+    case COOP_TAG_TERMINAL:
+      take(&pos, len); /* the tag's empty string */
+      spec->terminal = 1;
+      break;
     case COOP_TAG_FAIL_AT: spec->fail_at = (int)coop_parse_ulong(take(&pos, len)); break;
     case COOP_TAG_DIR:
       if (spec->dir_count >= COOP_MAX_ENTRIES) coop_fail(COOP_STEP_SPEC, E2BIG);

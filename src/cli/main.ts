@@ -9,6 +9,7 @@ import { pairingCommand } from "./pairing_command.ts";
 import { setupLogging } from "./logging.ts";
 import { memoryCommand } from "./memory_command.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
+import { runCommand, shellCommand } from "./run_command.ts";
 import { setupCommand } from "./setup_command.ts";
 import { startCommand } from "./start_command.ts";
 import { USAGE } from "./usage.ts";
@@ -22,6 +23,10 @@ async function run(args: string[]): Promise<number> {
       return await sandboxCommand(rest);
     case "start":
       return await startCommand(rest);
+    case "run":
+      return await runCommand(rest);
+    case "shell":
+      return await shellCommand(rest);
     case "chat":
       return await chatCommand(rest);
     case "check":

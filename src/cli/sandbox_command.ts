@@ -302,8 +302,8 @@ function violationNotes(status: SandboxStatus): string {
   return text;
 }
 
-/** Runs with stdio passed through as it happens. */
-async function streamCommand(
+/** Runs with stdio passed through as it happens (also `coop run` without a terminal). */
+export async function streamCommand(
   policy: SandboxPolicyInput,
   argv: string[],
   timeoutMs: number,

@@ -10,6 +10,10 @@ export const USAGE = `Usage:
   coop memory rm ID [--config FILE]           the owner's view of every memory
   coop explain (--user NAME | --channel C --sender ID) [--channel C] [--group G] [--json]
                [--config FILE]                 what that person can do, and why
+  coop run     [--config FILE] [--user NAME] [--timeout DURATION] -- CMD [ARG...]
+                                               a program in that person's sandbox (a pty when
+                                               stdin is a terminal, else pipes)
+  coop shell   [--config FILE] [--user NAME]   an interactive shell in that person's sandbox
   coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
   coop sandbox status [--json] [--config FILE]
   coop sandbox ps     [--json] [--config FILE]     live session sandboxes (lifetime = "session")
@@ -24,4 +28,7 @@ The config file defaults to ./coop.toml (see coop.example.toml).
 sandbox exec runs CMD in the sandbox a non-owner gets (no shell unless you ask for one).
 Exit status: the command's; 128+N when killed by signal N; 124 on timeout; 125 when the
 sandbox itself could not be built (the command did not run).
+run and shell use the sandbox that person's bash tool gets (--user defaults to the terminal's
+user; the owner has none: their commands run on the host). Exit status as for sandbox exec;
+125 also when the person or their sandbox cannot be used.
 `;

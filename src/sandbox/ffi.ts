@@ -17,7 +17,15 @@ import { type NativeLibrary, type Trampoline, TRAMPOLINE_SYMBOLS } from "./tramp
 export type { Trampoline } from "./trampoline_symbols.ts";
 
 /** Indexes of coop_prestart's and coop_start's `params` array (`P_*` in ffi/spawn.c). */
-export const PARAM = { newNet: 0, outerUid: 1, outerGid: 2, wantStdin: 3, count: 4 } as const;
+export const PARAM = {
+  newNet: 0,
+  outerUid: 1,
+  outerGid: 2,
+  wantStdin: 3,
+  /** 0, or 1 + the fd of a pty slave for the command (a zeroed array asks for none). */
+  terminal: 4,
+  count: 5,
+} as const;
 /** Indexes of the `out` array of coop_prestart and coop_start (`O_*` in ffi/spawn.c). */
 export const OUT = {
   pid: 0,

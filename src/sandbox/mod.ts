@@ -18,6 +18,7 @@ export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export type { DiskQuotaReport } from "./disk_quota.ts";
+export type { SandboxTerminal, TerminalSize } from "./terminal.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { SessionEndedError, startSession } from "./session.ts";
 export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./session.ts";

@@ -44,6 +44,8 @@ export const STEPS = {
   36: "capture",
   37: "root-layers",
   38: "session",
+  41: "terminal",
+  42: "controlling-terminal",
   43: "persist",
 } as const;
 
@@ -146,6 +148,7 @@ export const TAG = {
   dirRoot: "D",
   persist: "b",
   session: "S",
+  terminal: "T",
   end: "z",
 } as const;
 

@@ -8,6 +8,7 @@ import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicyInput } from "./policy.ts";
 import { type SandboxStatus, spawnSandboxed } from "./spawn.ts";
 import type { SignalName } from "./wait_status.ts";
+import type { SandboxTerminal, TerminalSize } from "./terminal.ts";
 
 /** Options of {@link spawn}. */
 export interface SpawnSandboxOptions {
@@ -15,6 +16,8 @@ export interface SpawnSandboxOptions {
   env?: Record<string, string>;
   /** Give the command a stdin pipe; otherwise it reads EOF. */
   stdin?: boolean;
+  /** Run the command on a pseudo-terminal of this size instead of pipes (see `terminal`). */
+  terminal?: TerminalSize;
   /** Wall-clock limit: the whole sandbox is killed when it passes (`timedOut` in the status). */
   timeoutMs?: number;
 }
@@ -29,6 +32,8 @@ export interface RunningSandbox {
   readonly stdout: net.Socket;
   /** The command's stderr. */
   readonly stderr: net.Socket;
+  /** The command's terminal (its output and input, and `resize`) when started with one. */
+  readonly terminal: SandboxTerminal | null;
   /** Settles once the sandbox is gone; rejects with SandboxSetupError if setup failed. */
   readonly status: Promise<SandboxStatus>;
   /** The resource limits applied, and by which path. */
@@ -53,13 +58,14 @@ export async function spawn(
   argv: readonly string[],
   options: SpawnSandboxOptions = {},
 ): Promise<RunningSandbox> {
-  const { env, stdin, timeoutMs } = options;
-  const child = await spawnSandboxed(policy, argv, { env, stdin, timeoutMs });
+  const { env, stdin, terminal, timeoutMs } = options;
+  const child = await spawnSandboxed(policy, argv, { env, stdin, terminal, timeoutMs });
   return {
     pid: child.pid,
     stdin: child.stdin,
     stdout: child.stdout,
     stderr: child.stderr,
+    terminal: child.terminal,
     status: child.status,
     limits: child.limits,
     kill: (signal) => child.kill(signal),

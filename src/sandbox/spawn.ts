@@ -32,6 +32,12 @@ import type { Resolver } from "./proxy/proxy_decision.ts";
 import { buildSpec } from "./spec.ts";
 import { prepareRootfs } from "./rootfs.ts";
 import { decodeWaitStatus, type SignalName, signalNumber } from "./wait_status.ts";
+import {
+  type OpenedTerminal,
+  openTerminal,
+  type SandboxTerminal,
+  type TerminalSize,
+} from "./terminal.ts";
 
 export type { SandboxCpuTime };
 
@@ -48,6 +54,12 @@ export interface SpawnOptions {
   cwd?: string;
   /** Give the command a stdin pipe; otherwise it reads EOF. */
   stdin?: boolean;
+  /**
+   * Run the command on a pseudo-terminal of this size instead of pipes: it is the command's
+   * stdin, stdout, stderr and controlling terminal (`SandboxProcess.terminal`); `stdin` is
+   * then ignored, and `stdout`/`stderr` stay empty.
+   */
+  terminal?: TerminalSize;
   /** Fail this setup step on purpose (tests of the error path). */
   failAt?: StepName;
   /** Wall-clock limit: the whole sandbox is killed when it passes (`timedOut` in the status). */
@@ -112,6 +124,8 @@ export interface SandboxProcess {
   readonly stdout: net.Socket;
   /** The command's stderr (raw bytes). */
   readonly stderr: net.Socket;
+  /** The command's terminal, when started with `terminal`; else null. */
+  readonly terminal: SandboxTerminal | null;
   /**
    * Settles once the sandbox is gone; rejects with SandboxSetupError if setup failed. Output
    * still in the pipes may be read after it settles: wait for `stdout`'s `close` for all of it
@@ -222,8 +236,8 @@ export async function spawnWorkspaceAsGiven(
   argv: readonly string[],
   options: SpawnOptions = {},
 ): Promise<SandboxProcess> {
-  const { lib, out, limits, cgroup, proxy, quota } = await startInit(policy, argv, options);
-  return track(lib, out, argv, options.timeoutMs, limits, cgroup, proxy, quota);
+  const started = await startInit(policy, argv, options);
+  return track(started, argv, options.timeoutMs);
 }
 
 /** A started init and what the gateway keeps for it until it is reaped. */
@@ -239,6 +253,8 @@ export interface StartedInit {
   cgroup: SandboxCgroup | null;
   proxy: PolicyProxy | null;
   quota: DiskQuotaWatch | null;
+  /** The command's pseudo-terminal (`SpawnOptions.terminal`), else null. */
+  tty: OpenedTerminal | null;
 }
 
 /**
@@ -278,14 +294,24 @@ export async function startInit(
       proxy: proxy ?? undefined,
       protectedPaths,
       session,
+      terminal: options.terminal !== undefined,
     });
   } catch (error) {
     await proxy?.close();
     throw error;
   }
+  let tty: OpenedTerminal | null = null;
+  try {
+    tty = options.terminal ? openTerminal(lib, options.terminal) : null;
+  } catch (error) {
+    await proxy?.close();
+    if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
+    throw error;
+  }
   const shape = { newNet: policy.network !== "host", uid: ids.uid, gid: ids.gid };
   const params = new Int32Array(PARAM.count);
-  params[PARAM.wantStdin] = options.stdin ? 1 : 0;
+  params[PARAM.wantStdin] = options.stdin && !tty ? 1 : 0;
+  params[PARAM.terminal] = tty ? tty.slave + 1 : 0;
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
   const cgroup = sandboxCgroup(limits);
   const attach = cgroup ? cgroup.attachList() : null;
@@ -297,12 +323,28 @@ export async function startInit(
       (started) => lib.coop_start(spec, BigInt(spec.length), params, idmap, attach, started),
     );
   } catch (error) {
+    tty?.closeMaster();
+    tty?.terminal.socket.destroy();
     await cgroup?.destroy();
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
+  } finally {
+    // The init holds its own copy now (or nothing does): the master then reads EIO once the
+    // command's side is closed, which ends the relay.
+    tty?.closeSlave();
   }
-  return { lib, out, limits: limits.applied, rlimits: limits.rlimits, ids, cgroup, proxy, quota };
+  return {
+    lib,
+    out,
+    limits: limits.applied,
+    rlimits: limits.rlimits,
+    ids,
+    cgroup,
+    proxy,
+    quota,
+    tty,
+  };
 }
 
 /** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */
@@ -337,15 +379,11 @@ function startProxy(
 }
 
 function track(
-  lib: Trampoline,
-  out: Int32Array,
+  started: StartedInit,
   argv: readonly string[],
   timeoutMs: number | undefined,
-  limits: AppliedLimits,
-  cgroup: SandboxCgroup | null,
-  proxy: PolicyProxy | null,
-  quota: DiskQuotaWatch | null,
 ): SandboxProcess {
+  const { lib, out, limits, cgroup, proxy, quota, tty } = started;
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
     new net.Socket({ fd, readable: !writable, writable });
@@ -381,6 +419,7 @@ function track(
     clearTimeout(force);
     lib.coop_close(pidfd);
     lib.coop_close(out[OUT.go]);
+    tty?.closeMaster();
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     await cgroup?.destroy();
     const disk = quota ? await quota.finish() : null;
@@ -411,6 +450,7 @@ function track(
     stdin,
     stdout,
     stderr,
+    terminal: tty?.terminal ?? null,
     status,
     kill(signal: SignalName = "SIGKILL") {
       if (signal === "SIGKILL") end();

@@ -37,6 +37,8 @@ export interface SpecOptions {
   protectedPaths?: readonly string[];
   /** A session sandbox: the init serves commands (buildCommandSpec) instead of `argv`. */
   session?: boolean;
+  /** The command runs on the pty that comes with the go byte (`SpawnOptions.terminal`). */
+  terminal?: boolean;
 }
 
 /** The proxy variables of a sandbox with network "proxy", upper- and lowercase. */
@@ -207,6 +209,8 @@ export function buildSpec(
     add(TAG.failAt, String(stepNumber(options.failAt)));
   }
   if (options.session) add(TAG.session, "1");
+  // No value: the tag's one string is empty (ffi/init/spec.c).
+  if (options.terminal) add(TAG.terminal, "");
   parts.push(TAG.end);
   return new TextEncoder().encode(parts.join("\0"));
 }

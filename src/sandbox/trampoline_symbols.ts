@@ -60,6 +60,10 @@ export const TRAMPOLINE_SYMBOLS = {
     result: "i32",
   },
   coop_session_signal: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  coop_pty_open: { parameters: ["i32", "i32", "buffer"], result: "i32" },
+  coop_pty_resize: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  coop_tty_raw: { parameters: ["i32", "buffer", "i64"], result: "i32" },
+  coop_tty_restore: { parameters: ["i32", "buffer"], result: "i32" },
 } as const satisfies Record<string, NativeSignature>;
 
 type Buf = NativeBuffer;
@@ -106,6 +110,10 @@ export interface Trampoline {
     out: Buf,
   ): number;
   coop_session_signal(sock: number, id: number, signal: number): number;
+  coop_pty_open(rows: number, cols: number, out: Buf): number;
+  coop_pty_resize(master: number, rows: number, cols: number): number;
+  coop_tty_raw(fd: number, saved: Buf, cap: bigint): number;
+  coop_tty_restore(fd: number, saved: Buf): number;
 }
 
 /** A loaded shared object: its functions, and what only the runtime can do with pointers. */

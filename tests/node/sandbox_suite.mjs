@@ -260,6 +260,34 @@ test("spawn: stdin and stdout are streams; the status settles with the exit code
     assert.equal(out, "got:ping\n");
   }));
 
+// tests/sandbox/terminal_test.ts (the terminal option: a pty relayed as a net.Socket)
+test("spawn on a terminal: the pty is stdio and controlling terminal; resize; typed input", () =>
+  inWorkspace(async (workspace) => {
+    // The trap comes after `read`: a trapped signal would interrupt it.
+    const script = "stty size; echo ready; read line; echo got:$line; " +
+      "trap 'stty size; exit 0' WINCH; echo waiting; while :; do sleep 0.05; done";
+    const child = await spawn({ workspace }, ["sh", "-c", script], {
+      terminal: { rows: 33, cols: 77 },
+      timeoutMs: 20_000,
+    });
+    let out = "";
+    const seen = [];
+    const closed = new Promise((done) => child.terminal.socket.on("close", done));
+    const waitFor = (text) => new Promise((done) => seen.push([text, done]));
+    child.terminal.socket.on("data", (chunk) => {
+      out += chunk;
+      for (const [text, done] of seen) if (out.includes(text)) done();
+    });
+    await waitFor("ready");
+    child.terminal.socket.write("ping\n");
+    await waitFor("waiting");
+    child.terminal.resize(40, 100);
+    const status = await child.status;
+    await closed;
+    assert.equal(status.exitCode, 0, out);
+    assert.equal(out, "33 77\r\nready\r\nping\r\ngot:ping\r\nwaiting\r\n40 100\r\n");
+  }));
+
 // tests/sandbox/self_test_test.ts and the probe checks of `coop sandbox status`
 test("probe and self-test: every measured protection holds and no canary is reached", async () => {
   const report = await probe();

@@ -19,6 +19,7 @@ Deno.test("the loader refuses a library built from other sources and says how to
         `${root}ffi/drain.c`,
         `${root}ffi/beneath.c`,
         `${root}ffi/dir_list.c`,
+        `${root}ffi/pty.c`,
         `${root}ffi/relay.c`,
         `${root}ffi/session.c`,
         `${root}ffi/init_blob.S`,

@@ -1,0 +1,126 @@
+/**
+ * `coop run [--config FILE] [--user NAME] [--timeout DURATION] -- CMD [ARG...]` and
+ * `coop shell [--config FILE] [--user NAME]`: a program inside exactly the sandbox that
+ * person's `bash` tool gets (`userSandbox`). With stdin a terminal it runs on a pty of its own
+ * (terminal_session.ts); otherwise on pipes with the command's exit status, for scripts.
+ * @module
+ */
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { loadConfig } from "../config/config.ts";
+import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
+import { cgroupHostWithDelegation, SandboxError } from "../sandbox/mod.ts";
+import { callerPath } from "./caller_path.ts";
+import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
+import {
+  EXIT_SANDBOX_FAILED,
+  EXIT_TIMEOUT,
+  parseTimeoutFlag,
+  streamCommand,
+} from "./sandbox_command.ts";
+import { writeStderr } from "./stderr.ts";
+import { reportOutcome, runOnTerminal } from "./terminal_session.ts";
+import { type UserSandbox, userSandbox, UserSandboxError } from "./user_sandbox.ts";
+import { UsageError } from "./usage_error.ts";
+
+/**
+ * `coop shell`'s program, decided inside the sandbox's own root: bash when it has one, else
+ * sh — interactive, with a prompt naming the person (`$COOP_PROMPT_USER`).
+ */
+const SHELL_ARGV = [
+  "/bin/sh",
+  "-c",
+  'if [ -x /bin/bash ]; then exec /bin/bash -i; else PS1="$COOP_PROMPT_USER@$(hostname):\\$ " exec /bin/sh -i; fi',
+];
+
+function parse(args: string[], command: "run" | "shell") {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      config: { type: "string" },
+      user: { type: "string" },
+      ...(command === "run" ? { timeout: { type: "string" as const } } : {}),
+    },
+    allowPositionals: command === "run",
+    strict: true,
+  });
+  return { values: values as { config?: string; user?: string; timeout?: string }, positionals };
+}
+
+/** Loads the config and the person's sandbox; prints why not and returns null on failure. */
+async function resolve(values: { config?: string; user?: string }): Promise<UserSandbox | null> {
+  const file = callerPath(values.config ?? DEFAULT_CONFIG_FILE);
+  try {
+    const config = await loadConfig(file);
+    const sandbox = await userSandbox(config, values.user);
+    // As the gateway does at start: cgroup limits for an unprivileged invoker need a scope.
+    await cgroupHostWithDelegation();
+    return sandbox;
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      for (const d of error.diagnostics) writeStderr(`coop: ${formatDiagnostic(file, d)}\n`);
+      return null;
+    }
+    if (error instanceof UserSandboxError || error instanceof SandboxError) {
+      writeStderr(`coop: ${error.message}\n`);
+      return null;
+    }
+    throw error;
+  }
+}
+
+/** The owner's TERM (so the program draws for the terminal it is on) and the prompt's name. */
+function terminalEnv(user: string): Record<string, string> {
+  const term = process.env.TERM;
+  return {
+    TERM: term && /^[\w.+-]{1,64}$/.test(term) ? term : "xterm-256color",
+    COOP_PROMPT_USER: user,
+    PS1: `${user}@\\h:\\w\\$ `,
+  };
+}
+
+async function runIn(
+  sandbox: UserSandbox,
+  argv: string[],
+  timeoutMs: number | undefined,
+): Promise<number> {
+  try {
+    if (!Deno.stdin.isTerminal()) {
+      return await streamCommand(sandbox.policy, argv, timeoutMs ?? sandbox.timeoutMs);
+    }
+    const outcome = await runOnTerminal(sandbox.policy, argv, {
+      env: terminalEnv(sandbox.user),
+      timeoutMs,
+    });
+    reportOutcome(argv[0], outcome);
+    if (outcome.timedOut) {
+      writeStderr(`coop: timed out after ${timeoutMs} ms; the sandbox was killed\n`);
+      return EXIT_TIMEOUT;
+    }
+    return outcome.exitCode;
+  } catch (error) {
+    if (!(error instanceof SandboxError)) throw error;
+    writeStderr(`coop: ${error.message}\n`);
+    return EXIT_SANDBOX_FAILED;
+  }
+}
+
+/** `coop run`: returns the command's exit status (124 timeout, 125 not run, 2 usage). */
+export async function runCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parse(args, "run");
+  if (positionals.length === 0) {
+    throw new UsageError("run needs a command after -- (e.g. coop run --user bob -- ls /work)");
+  }
+  const timeoutMs = values.timeout === undefined ? undefined : parseTimeoutFlag(values.timeout);
+  const sandbox = await resolve(values);
+  if (!sandbox) return EXIT_SANDBOX_FAILED;
+  return await runIn(sandbox, positionals, timeoutMs);
+}
+
+/** `coop shell`: an interactive shell in the person's sandbox; its exit status is coop's. */
+export async function shellCommand(args: string[]): Promise<number> {
+  const { values } = parse(args, "shell");
+  const sandbox = await resolve(values);
+  if (!sandbox) return EXIT_SANDBOX_FAILED;
+  return await runIn(sandbox, SHELL_ARGV, undefined);
+}

@@ -1,0 +1,119 @@
+/**
+ * The sandbox a configured person's `bash` tool gets, for `coop run` and `coop shell`: who the
+ * person is (`--user`, else the terminal's user as `coop chat` routes it), whether their
+ * commands run in a sandbox at all, and the policy — built by the executor's own functions
+ * (`ToolExecutor.settingsFor`, `scopeFor`, `sandboxPolicyFor`), as `coop explain` shows it.
+ * @module
+ */
+import type { CoopConfig, UserConfig } from "../config/config.ts";
+import { WORKSPACE_DIR_MODE } from "../config/check_workspace_access.ts";
+import { CoopError, errorMessage } from "../errors/coop_error.ts";
+import { routeSender, routeUser } from "../gateway/router.ts";
+import type { SandboxPolicyInput } from "../sandbox/mod.ts";
+import { isInside } from "../sandbox/path_containment.ts";
+import { decide, type Situation } from "../trust/authorization.ts";
+import { scopeFor } from "../tools/path_scope.ts";
+import { sandboxPolicyFor, selfTestGate } from "../tools/sandbox_placement.ts";
+import { ToolExecutor } from "../tools/tool_executor.ts";
+import { TERMINAL_SENDER } from "./chat_command.ts";
+
+/** Why a person's sandbox cannot be used (unknown user, the owner, commands not allowed…). */
+export class UserSandboxError extends CoopError {
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+    this.name = "UserSandboxError";
+  }
+}
+
+/** A person's sandbox, ready for `spawnSandboxed`. */
+export interface UserSandbox {
+  /** The person's name (`[[users]] name`). */
+  user: string;
+  /** The host directory mounted at /work (created when missing, like a tool call does). */
+  workspace: string;
+  /** Exactly the policy their `bash` tool's commands run under. */
+  policy: SandboxPolicyInput;
+  /** Their `bash` timeout (`[sandbox] timeout` or their override), in milliseconds. */
+  timeoutMs: number;
+}
+
+/** The configured person `name`, or the terminal's user when `name` is undefined. */
+function routeOf(config: CoopConfig, name: string | undefined) {
+  if (name === undefined) {
+    return routeSender(config, { channel: "terminal", sender: TERMINAL_SENDER });
+  }
+  const user: UserConfig | undefined = config.users.find((u) => u.name === name);
+  if (!user) {
+    const names = config.users.map((u) => u.name).join(", ") || "none";
+    throw new UserSandboxError(
+      "run.unknown_user",
+      `no [[users]] entry is named "${name}" in ${config.file} (configured: ${names})`,
+    );
+  }
+  return routeUser(user);
+}
+
+/**
+ * Resolves the sandbox of `name` (or of the terminal's user) under `config`. Refuses the
+ * owner — whose commands run on the host, so there is no sandbox to enter — and anyone whose
+ * trust allows no commands; runs the sandbox self-test gate the gateway runs before any
+ * sandboxed command.
+ *
+ * @example
+ * ```ts
+ * const { policy } = await userSandbox(await loadConfig("coop.toml"), "bob");
+ * ```
+ */
+export async function userSandbox(config: CoopConfig, name?: string): Promise<UserSandbox> {
+  const route = routeOf(config, name);
+  const principal = route.principal;
+  const situation: Situation = {
+    channel: "terminal",
+    ceiling: null,
+    contributors: [],
+    sandboxEnabled: config.sandbox.enabled,
+  };
+  const bash = decide(principal, situation, { kind: "tool", tool: "bash" });
+  if (bash.allowed && bash.placement === "host") {
+    throw new UserSandboxError(
+      "run.owner_on_host",
+      `"${principal.name}" has trust owner: the owner's commands run on the host, not in a ` +
+        "sandbox, so there is none to enter. coop run and coop shell are for a sandboxed " +
+        "person's environment: give --user NAME",
+    );
+  }
+  if (!bash.allowed) {
+    throw new UserSandboxError(
+      "run.not_allowed",
+      `${principal.name} (trust ${principal.trust}) may not run commands (rule ${bash.rule})` +
+        (config.sandbox.enabled ? "" : `; [sandbox] enabled = false in ${config.file}`),
+    );
+  }
+  const settings = new ToolExecutor(config, { env: {} }).settingsFor(route.user);
+  const workspace = scopeFor(config, principal.name, false).hostRoot;
+  // The same refusal as the executor's: Coop's own files never inside what a sandbox sees.
+  for (const privatePath of [config.file, config.agent.stateDir]) {
+    if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
+      throw new UserSandboxError(
+        "run.private_path_visible",
+        `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
+      );
+    }
+  }
+  try {
+    Deno.mkdirSync(workspace, { recursive: true, mode: WORKSPACE_DIR_MODE });
+  } catch (error) {
+    throw new UserSandboxError(
+      "run.workspace",
+      `cannot create ${principal.name}'s workspace ${workspace}: ${errorMessage(error)}`,
+    );
+  }
+  const refusal = await selfTestGate();
+  if (refusal) throw new UserSandboxError("run.sandbox_unavailable", refusal);
+  return {
+    user: principal.name,
+    workspace,
+    policy: sandboxPolicyFor(config, settings, workspace),
+    timeoutMs: settings.timeoutMs,
+  };
+}
