@@ -1,20 +1,19 @@
 /**
  * What an environment adds to one user's sandbox policy: the overlay root (the built base
  * below, the user's upper above), the `[session] persist` binds and the variables. The
- * directories are created here, 0700, for the gateway's user only; the host never executes
- * or mounts anything inside them.
+ * directories holding them are created here, 0700 (0710 for the sandbox's gid when Coop runs
+ * as root); the host never executes or mounts anything inside them.
  * @module
  */
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { USER_NAME_PATTERN } from "../config/user_name.ts";
-import { CoopError } from "../errors/coop_error.ts";
+import { EnvironmentError } from "./environment_errors.ts";
+import { reachableForSandbox } from "./sandbox_search.ts";
 import type { EnvironmentPaths } from "./environment_layout.ts";
 import type { EnvironmentState } from "./environment_state.ts";
 
-/** Mode of every directory Coop creates under `<state_dir>/environments`. */
-export const ENVIRONMENT_DIR_MODE = 0o700;
+export { EnvironmentError };
 
 /** The chat session a command runs for (`COOP_SESSION`, and `upper = "session"`). */
 export interface EnvironmentSession {
@@ -32,14 +31,6 @@ export interface EnvironmentMounts {
   persist: { source: string; target: string }[];
   /** `[env]` and `COOP_SESSION`. */
   env: Record<string, string>;
-}
-
-/** An environment cannot be used for a command: not built, no session for a session upper … */
-export class EnvironmentError extends CoopError {
-  constructor(code: string, message: string, options?: ErrorOptions) {
-    super(code, message, options);
-    this.name = "EnvironmentError";
-  }
 }
 
 /** The directory name of a session's upper: a digest, so any channel or id is a safe name. */
@@ -104,11 +95,14 @@ export function environmentMounts(
   } else {
     layer = paths.upper(user);
   }
-  mkdirSync(layer.upper, { recursive: true, mode: ENVIRONMENT_DIR_MODE });
-  mkdirSync(layer.work, { recursive: true, mode: ENVIRONMENT_DIR_MODE });
+  // The library makes the upper, work and persist directories themselves, owned by the
+  // sandbox's root; Coop makes (and, as root, opens for search) the directories they are in.
+  const stateDir = dirname(dirname(paths.root));
+  reachableForSandbox(stateDir, dirname(layer.upper));
+  if (coopfile.base.kind !== "host") reachableForSandbox(stateDir, paths.rootfs);
   const persist = coopfile.session.persist.map((target, index) => {
     const source = paths.persist(user, index);
-    mkdirSync(source, { recursive: true, mode: ENVIRONMENT_DIR_MODE });
+    reachableForSandbox(stateDir, dirname(source));
     return { source, target };
   });
   return {

@@ -5,7 +5,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { SandboxPolicyInput } from "../sandbox/mod.ts";
-import { EnvironmentError, type EnvironmentMounts } from "../environments/environment_mounts.ts";
+import type { EnvironmentMounts } from "../environments/environment_mounts.ts";
 import type { EnvironmentState } from "../environments/environment_state.ts";
 
 const log = getLogger(["coop", "environments"]);
@@ -35,11 +35,10 @@ export function withEnvironment(
   policy: SandboxPolicyInput,
   mounts: EnvironmentMounts,
 ): SandboxPolicyInput {
-  // Until the sandbox library takes `rootfs` and `persist`, an environment cannot be honoured;
-  // the command must not run on the plain root instead (fail closed).
-  void policy;
-  throw new EnvironmentError(
-    "environment.unsupported",
-    `this build's sandbox cannot mount an environment root (${mounts.rootfs.lower})`,
-  );
+  return {
+    ...policy,
+    rootfs: mounts.rootfs,
+    persist: mounts.persist,
+    env: { ...policy.env, ...mounts.env },
+  };
 }

@@ -4,6 +4,10 @@
  * @module
  */
 import fs from "node:fs";
+import { join } from "node:path";
+import process from "node:process";
+import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
+import { buildMiniRootfs, MINI_ROOTFS_PROGRAMS } from "../fixtures/mini_rootfs.ts";
 import { coopfileHash } from "../../src/config/coopfile_hash.ts";
 import { loadCoopfile } from "../../src/config/coopfile_load.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
@@ -25,4 +29,26 @@ export function writeBuiltManifest(stateDir: string, coopfile: string): void {
       sizeBytes: 4096,
     }),
   );
+}
+
+/** The host uid the sandbox's root maps to in these tests (the dedicated one under root). */
+export const SANDBOX_ROOT_UID = process.getuid?.() === 0
+  ? DEFAULT_SANDBOX_HOST_ID
+  : process.getuid!();
+
+function chownTree(path: string, uid: number): void {
+  fs.lchownSync(path, uid, uid);
+  if (!fs.lstatSync(path).isDirectory()) return;
+  for (const name of fs.readdirSync(path)) chownTree(join(path, name), uid);
+}
+
+/**
+ * "Builds" the base of `coopfile` as `coop init` leaves it: the mini rootfs (host programs
+ * and their libraries) as `base/rootfs`, owned by the sandbox's root, and the manifest.
+ */
+export function buildTestBase(stateDir: string, coopfile: string, programs: string[] = []): void {
+  const paths = environmentPaths(stateDir, coopfile);
+  buildMiniRootfs(paths.rootfs, [...MINI_ROOTFS_PROGRAMS, ...programs]);
+  if (process.getuid?.() === 0) chownTree(paths.rootfs, SANDBOX_ROOT_UID);
+  writeBuiltManifest(stateDir, coopfile);
 }

@@ -137,11 +137,16 @@ Deno.test("reset, clean and status: per user, never beyond what they own", () =>
     const otherEnv = loadEnvironment(state, other);
     for (const user of ["bob", "carol", "dave"]) {
       const m = environmentMounts(mainEnv, user, undefined, "coop.toml");
+      // What the sandbox library makes at its start.
+      fs.mkdirSync(m.rootfs.upper);
+      fs.mkdirSync(m.persist[0].source);
       fs.writeFileSync(join(m.rootfs.upper, "installed"), "x".repeat(10_000));
       fs.writeFileSync(join(m.persist[0].source, "cache"), "c");
     }
     const s1 = environmentMounts(otherEnv, "carol", { channel: "http", id: "s1" }, "coop.toml");
     const s2 = environmentMounts(otherEnv, "carol", { channel: "http", id: "s2" }, "coop.toml");
+    fs.mkdirSync(s1.rootfs.upper);
+    fs.mkdirSync(s2.rootfs.upper);
     fs.writeFileSync(join(s1.rootfs.upper, "f"), "1");
     fs.writeFileSync(join(s2.rootfs.upper, "f"), "2");
     const mainPaths = environmentPaths(state, main);
@@ -193,6 +198,7 @@ Deno.test("reset, clean and status: per user, never beyond what they own", () =>
     ok(fs.existsSync(mainPaths.manifest));
     // Sessions unknown (the database unreadable): every session upper is kept.
     const s3 = environmentMounts(otherEnv, "carol", { channel: "http", id: "s3" }, "coop.toml");
+    fs.mkdirSync(s3.rootfs.upper);
     deepStrictEqual(
       cleanEnvironments(config, { knownUsers: new Set(["carol"]), sessions: null }),
       [],

@@ -13,6 +13,8 @@ import {
   sessionUpper,
 } from "../../src/environments/environment_mounts.ts";
 import { loadEnvironment } from "../../src/environments/environment_state.ts";
+import { reachableForSandbox } from "../../src/environments/sandbox_search.ts";
+import process from "node:process";
 import { writeBuiltManifest } from "./environment_fixture.ts";
 
 function withDir(fn: (dir: string) => void): void {
@@ -60,8 +62,11 @@ Deno.test("environment mounts: the user's upper over the built base, persist bin
       ],
       env: { LANG: "C.UTF-8", COOP_SESSION: "s1" },
     });
+    // Coop makes the directories they live in; the library makes them, owned by the sandbox.
     for (const path of [mounts.rootfs.upper, mounts.rootfs.work, paths.persist("bob", 1)]) {
-      strictEqual(fs.statSync(path).mode & 0o777, 0o700, path);
+      ok(!fs.existsSync(path), path);
+      const mode = fs.statSync(join(path, "..")).mode & 0o777;
+      ok(mode === 0o700 || mode === 0o710, `${path}/..: ${mode.toString(8)}`);
     }
     // Carol gets her own upper in the same environment.
     const carol = environmentMounts(env, "carol", undefined, "coop.toml");
@@ -112,5 +117,37 @@ Deno.test("environment state: a changed Coopfile marks the base stale; a broken 
       () => environmentMounts(broken, "bob", undefined, "coop.toml"),
       (e: unknown) => e instanceof EnvironmentError && e.message.includes("not valid JSON"),
     );
+  });
+});
+
+Deno.test("sandbox search: as root, the state dir and environment dirs open to the sandbox's gid only", () => {
+  withDir((dir) => {
+    const state = join(dir, "state");
+    fs.mkdirSync(state, { mode: 0o700 });
+    const target = join(state, "environments", "e-1", "uppers", "bob");
+    if (process.getuid?.() !== 0) {
+      reachableForSandbox(state, target);
+      strictEqual(fs.statSync(target).mode & 0o777, 0o700, "unprivileged: nothing opened");
+      console.log("  (the group change itself needs root: checked in the root run)");
+      return;
+    }
+    reachableForSandbox(state, target, 4242);
+    for (
+      const path of [state, join(state, "environments"), join(state, "environments/e-1"), target]
+    ) {
+      const info = fs.statSync(path);
+      strictEqual(info.mode & 0o777, 0o710, path);
+      strictEqual(info.gid, 4242, path);
+      strictEqual(info.uid, 0, path);
+    }
+    // A directory whose group has permissions of its own is refused, never changed.
+    const shared = join(dir, "shared");
+    fs.mkdirSync(join(shared, "environments"), { recursive: true, mode: 0o750 });
+    fs.chmodSync(shared, 0o750);
+    throws(
+      () => reachableForSandbox(shared, join(shared, "environments", "x"), 4242),
+      (e: unknown) => e instanceof EnvironmentError && e.code === "environment.unreachable",
+    );
+    strictEqual(fs.statSync(shared).mode & 0o777, 0o750);
   });
 });
