@@ -12,10 +12,9 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assert, assertEquals, assertRejects } from "../assert.ts";
-import { buildMiniRootfs } from "../fixtures/mini_rootfs.ts";
 import {
-  entriesOf,
   type LayerCompression,
+  miniLayers,
   type TestEntry,
   writeOciArchive,
   writeOciLayout,
@@ -31,23 +30,6 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** The mini rootfs as layer one; layer two deletes rm, makes /etc opaque and adds files. */
-export function miniLayers(dir: string): TestEntry[][] {
-  const mini = join(dir, "mini");
-  buildMiniRootfs(mini);
-  const upper: TestEntry[] = [
-    { name: "usr/bin/.wh.rm" },
-    { name: "etc/", type: "dir" },
-    { name: "etc/.wh..wh..opq" },
-    { name: "etc/hostname", data: "layered\n" },
-    { name: "usr/share/doc/coop/", type: "dir" },
-    { name: "usr/share/doc/coop/README", data: "second layer\n" },
-    { name: "usr/bin/suid-tool", data: "#!/bin/sh\n", mode: 0o4755 },
-    { name: "dev/null", type: "char" },
-  ];
-  return [entriesOf(mini), upper];
 }
 
 /** Asserts what the two mini layers must leave in `rootfs`. */
