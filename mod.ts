@@ -26,6 +26,7 @@ export { lastSelfTest, selfTest } from "./src/sandbox/self_test.ts";
 export type { SelfTestCheck, SelfTestResult } from "./src/sandbox/self_test.ts";
 export { NETWORK_MODES, resolvePolicy } from "./src/sandbox/policy.ts";
 export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./src/sandbox/policy.ts";
+export type { PersistBind, RootfsPolicy } from "./src/sandbox/rootfs_policy.ts";
 export type { AppliedLimits, LimitPath } from "./src/sandbox/limits.ts";
 export type { DiskQuotaReport } from "./src/sandbox/disk_quota.ts";
 export type { WorkspaceUsage } from "./src/sandbox/workspace_usage.ts";

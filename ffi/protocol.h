@@ -80,6 +80,10 @@ struct coop_record {
 #define COOP_STEP_MASK_PROC 34 /* procfs entries about the host hidden behind empty ones */
 #define COOP_STEP_IPC_LIMITS 35 /* rlimit path: the IPC namespace's memory bounded (R13) */
 #define COOP_STEP_CAPTURE 36 /* networks "proxy"/"public": route, nf_tables, capture sockets */
+/* rootfs (issue 14): the overlay or directory root and its top-level binds. 35 and 36 were
+ * already taken when the plan reserved 35-37; 38-42 are the session's and the PTY's. */
+#define COOP_STEP_ROOT_LAYERS 37
+#define COOP_STEP_PERSIST 43 /* persist binds and the /etc files bound over an image's */
 
 /* Spec entries: one tag byte, then NUL-terminated strings (the count is fixed per tag). */
 #define COOP_SPEC_MAGIC "COOP-SPEC-1"
@@ -98,6 +102,9 @@ struct coop_record {
 #define COOP_TAG_FAIL_AT 'x'  /* step number: fail there on purpose (tests of error paths) */
 #define COOP_TAG_PROTECT 'p'  /* path relative to /work, re-mounted read-only over itself */
 #define COOP_TAG_PROXY_AUTH 'A' /* "Basic …": the Proxy-Authorization the init's helpers send */
+#define COOP_TAG_OVERLAY 'o' /* lower host path, upper, work, sandbox path ("/": the root) */
+#define COOP_TAG_DIR_ROOT 'D' /* host directory, read-write as the sandbox's root */
+#define COOP_TAG_PERSIST 'b'  /* host directory, sandbox path: bound read-write */
 #define COOP_TAG_END 'z'
 
 #endif

@@ -56,6 +56,15 @@ struct coop_spec {
   int dir_count;
   const char *protected_paths[COOP_MAX_ENTRIES];
   int protected_count;
+  /* rootfs: overlays ({lower, upper, work} host paths and where inside), at most one of them
+   * at "/"; or a host directory as the root (dir_root); and persist binds (host, inside). */
+  struct {
+    const char *lower, *upper, *work, *target;
+  } overlays[4];
+  int overlay_count;
+  const char *dir_root;
+  struct coop_pair persists[COOP_MAX_ENTRIES];
+  int persist_count;
 };
 
 /* rt.c */
@@ -85,6 +94,20 @@ void coop_read_spec(struct coop_spec *spec);
 
 /* mounts.c */
 void coop_build_root(const struct coop_spec *spec);
+
+/* rootfs.c: whether the root is an image (an overlay at "/" or a directory root), whose /etc
+ * files are bound over the image's instead of written. */
+int coop_image_root(const struct coop_spec *spec);
+/* rootfs.c: mounts the spec's overlays and directory root, and opens the persist sources; runs
+ * while the host is still at /oldroot. */
+void coop_mount_root_layers(const struct coop_spec *spec);
+/* rootfs.c: an image root's synthesized files, written aside while the host is visible. */
+void coop_stage_files(const struct coop_spec *spec);
+/* rootfs.c: binds the staged files and the persist directories; runs once /oldroot is gone, so
+ * every path (and symlink) inside the image resolves within the sandbox's own view. */
+void coop_finish_root_layers(const struct coop_spec *spec);
+/* rootfs.c: the i-th directory the command may write besides /work and /tmp (Landlock), or 0. */
+const char *coop_writable_path(int i);
 
 /* process.c */
 void coop_reset_signals(void);

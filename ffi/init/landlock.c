@@ -122,6 +122,11 @@ int coop_apply_landlock(const struct coop_spec *spec) {
   long ruleset = coop_check(step, SYS3(__NR_landlock_create_ruleset, &attr, sizeof attr, 0));
   for (unsigned i = 0; i < sizeof rules / sizeof rules[0]; i++)
     add_path_rule(ruleset, rules[i].path, rules[i].access & attr.handled_access_fs);
+  /* An environment's root: the image's top-level directories, /usr over the host's, the
+   * persist directories (ffi/init/rootfs.c). Never "/" itself: /proc and /dev stay as above. */
+  for (int i = 0; coop_writable_path(i); i++)
+    add_path_rule(ruleset, coop_writable_path(i),
+                  (FS_READ | FS_EXEC | FS_WRITE) & attr.handled_access_fs);
   /* No flags: the init is single-threaded here (it forks the command only afterwards), so
    * the domain covers every task of the sandbox without ABI 8's TSYNC. */
   coop_check(step, SYS2(__NR_landlock_restrict_self, ruleset, 0));

@@ -104,6 +104,9 @@ static long make_file(const char *path, const char *content) {
   return SYS1(__NR_close, fd);
 }
 
+long coop_make_dirs(const char *path) { return make_dirs(path); }
+long coop_make_file(const char *path, const char *content) { return make_file(path, content); }
+
 /* Creates the mount point dst of the same kind (directory or file) as src. */
 static long make_mount_point(const char *src, const char *dst) {
   long fd = SYS4(__NR_openat, AT_FDCWD, src, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
@@ -274,6 +277,8 @@ void coop_build_root(const struct coop_spec *spec) {
   for (int i = 0; i < spec->ro_bind_count; i++)
     bind_host_path(COOP_STEP_BIND_READONLY, spec->ro_binds[i].a, spec->ro_binds[i].b, ro);
 
+  coop_mount_root_layers(spec);
+
   coop_step(spec, COOP_STEP_MOUNT_WORKSPACE);
   mount_workspace(spec);
 
@@ -290,8 +295,10 @@ void coop_build_root(const struct coop_spec *spec) {
   coop_step(spec, COOP_STEP_WRITE_ETC);
   for (int i = 0; i < spec->dir_count; i++)
     coop_check(COOP_STEP_WRITE_ETC, make_dirs(spec->dirs[i]));
-  for (int i = 0; i < spec->file_count; i++)
-    coop_check(COOP_STEP_WRITE_ETC, make_file(spec->files[i].a, spec->files[i].b));
+  if (coop_image_root(spec)) coop_stage_files(spec);
+  else
+    for (int i = 0; i < spec->file_count; i++)
+      coop_check(COOP_STEP_WRITE_ETC, make_file(spec->files[i].a, spec->files[i].b));
 
   coop_step(spec, COOP_STEP_SYMLINKS);
   for (int i = 0; i < spec->symlink_count; i++) {
@@ -303,6 +310,8 @@ void coop_build_root(const struct coop_spec *spec) {
   coop_step(spec, COOP_STEP_UMOUNT_OLDROOT);
   coop_check(COOP_STEP_UMOUNT_OLDROOT, SYS2(__NR_umount2, "/oldroot", MNT_DETACH));
   coop_check(COOP_STEP_UMOUNT_OLDROOT, SYS3(__NR_unlinkat, AT_FDCWD, "/oldroot", AT_REMOVEDIR));
+
+  coop_finish_root_layers(spec);
 
   coop_step(spec, COOP_STEP_REMOUNT_ROOT_READONLY);
   coop_check(COOP_STEP_REMOUNT_ROOT_READONLY, set_attrs("/", ro, 0));

@@ -90,6 +90,19 @@ void coop_read_spec(struct coop_spec *spec) {
       a = take(&pos, len), b = take(&pos, len);
       add_pair(spec->symlinks, &spec->symlink_count, a, b);
       break;
+    case COOP_TAG_OVERLAY:
+      if (spec->overlay_count >= 4) coop_fail(COOP_STEP_SPEC, E2BIG);
+      spec->overlays[spec->overlay_count].lower = take(&pos, len);
+      spec->overlays[spec->overlay_count].upper = take(&pos, len);
+      spec->overlays[spec->overlay_count].work = take(&pos, len);
+      spec->overlays[spec->overlay_count].target = take(&pos, len);
+      spec->overlay_count++;
+      break;
+    case COOP_TAG_DIR_ROOT: spec->dir_root = take(&pos, len); break;
+    case COOP_TAG_PERSIST:
+      a = take(&pos, len), b = take(&pos, len);
+      add_pair(spec->persists, &spec->persist_count, a, b);
+      break;
     case COOP_TAG_FILE:
       a = take(&pos, len), b = take(&pos, len);
       add_pair(spec->files, &spec->file_count, a, b);

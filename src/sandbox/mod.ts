@@ -56,6 +56,7 @@ export { cgroupHost } from "./cgroup_host.ts";
 export { cgroupHostWithDelegation, delegateUserScope } from "./cgroup_delegate.ts";
 export type { CgroupHost } from "./cgroup_host.ts";
 export type { NetworkMode, SandboxPolicy, SandboxPolicyInput } from "./policy.ts";
+export type { PersistBind, RootfsPolicy } from "./rootfs_policy.ts";
 export {
   SandboxError,
   SandboxLimitError,

@@ -8,6 +8,12 @@ import { DEFAULT_SANDBOX_HOST_ID } from "./host_ids.ts";
 import { parseSocketAddress } from "./proxy/address_policy.ts";
 import { parseAllowEntry } from "./proxy/allowlist.ts";
 import { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
+import {
+  type PersistBind,
+  persistSchema,
+  type RootfsPolicy,
+  rootfsSchema,
+} from "./rootfs_policy.ts";
 import { DEFAULT_PROXY_MAX_CONNECTIONS } from "./proxy/policy_proxy.ts";
 
 /** Network modes the Linux sandbox implements. */
@@ -131,7 +137,19 @@ const policySchema = z.strictObject({
    */
   sandboxUid: z.number().int().min(1).max(2 ** 32 - 2).default(DEFAULT_SANDBOX_HOST_ID),
   sandboxGid: z.number().int().min(1).max(2 ** 32 - 2).default(DEFAULT_SANDBOX_HOST_ID),
-}).refine((p) => p.allowDomains.length === 0 || p.network === "proxy", {
+  /** An environment's root: an overlay over a base (or the host's /usr), or a directory. */
+  rootfs: rootfsSchema.optional(),
+  /** Host directories bound read-write at absolute sandbox paths. */
+  persist: persistSchema.default([]),
+}).refine(
+  (p) =>
+    !(p.rootfs && !("lower" in p.rootfs && p.rootfs.lower === "host")) ||
+    p.readOnlyPaths.length === 0,
+  {
+    path: ["readOnlyPaths"],
+    message: "cannot be combined with an image or directory rootfs (its root is the image's)",
+  },
+).refine((p) => p.allowDomains.length === 0 || p.network === "proxy", {
   path: ["allowDomains"],
   message: 'only applies with network "proxy"',
 });
@@ -199,6 +217,14 @@ export interface SandboxPolicyInput {
   sandboxUid?: number;
   /** Host gid of sandbox root when the invoker is root (as `sandboxUid`). */
   sandboxGid?: number;
+  /**
+   * An environment's root (docs/environments_overlay.md): an overlay of `lower` (a base
+   * directory, or `"host"` for the host's `/usr`) under the user's `upper`, or a host
+   * `directory` read-write as `/` (build sandboxes). Absent: today's read-only host root.
+   */
+  rootfs?: RootfsPolicy;
+  /** Host directories bound read-write at absolute sandbox paths (created when missing). */
+  persist?: PersistBind[];
 }
 
 /**
@@ -214,13 +240,25 @@ export type SandboxPolicy =
   & Required<
     Omit<
       SandboxPolicyInput,
-      "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds" | "diskQuotaBytes" | "inodeQuota"
+      | "memoryBytes"
+      | "pidsLimit"
+      | "cpus"
+      | "cpuTimeSeconds"
+      | "diskQuotaBytes"
+      | "inodeQuota"
+      | "rootfs"
     >
   >
-  // Absent when unset: absent means unlimited.
+  // Absent when unset: absent means unlimited (or, for rootfs, the host root).
   & Pick<
     SandboxPolicyInput,
-    "memoryBytes" | "pidsLimit" | "cpus" | "cpuTimeSeconds" | "diskQuotaBytes" | "inodeQuota"
+    | "memoryBytes"
+    | "pidsLimit"
+    | "cpus"
+    | "cpuTimeSeconds"
+    | "diskQuotaBytes"
+    | "inodeQuota"
+    | "rootfs"
   >;
 
 // The interfaces above are what users read; the schema is what runs. Both directions must hold.

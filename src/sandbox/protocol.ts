@@ -42,6 +42,8 @@ export const STEPS = {
   34: "mask-proc",
   35: "ipc-limits",
   36: "capture",
+  37: "root-layers",
+  43: "persist",
 } as const;
 
 /** The name of a setup step, e.g. `"mount-workspace"`. */
@@ -71,6 +73,8 @@ export const INJECTABLE_STEPS: readonly StepName[] = [
   "hostname",
   "chdir",
   "capture",
+  "root-layers",
+  "persist",
   "drop-capabilities",
   "proxy-forwarder",
   "landlock",
@@ -127,6 +131,9 @@ export const TAG = {
   failAt: "x",
   protect: "p",
   proxyAuth: "A",
+  overlay: "o",
+  dirRoot: "D",
+  persist: "b",
   end: "z",
 } as const;
 

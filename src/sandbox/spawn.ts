@@ -30,6 +30,7 @@ import { setupFailure } from "./setup_failure.ts";
 import { type PolicyProxy, type ProxyDenial, startPolicyProxy } from "./proxy/policy_proxy.ts";
 import type { Resolver } from "./proxy/proxy_decision.ts";
 import { buildSpec } from "./spec.ts";
+import { prepareRootfs } from "./rootfs.ts";
 import { decodeWaitStatus, type SignalName, signalNumber } from "./wait_status.ts";
 
 export type { SandboxCpuTime };
@@ -168,7 +169,11 @@ export async function spawnSandboxed(
   const badTimeout = options.timeoutMs === undefined ? null : timeoutProblem(options.timeoutMs);
   if (badTimeout) throw new SandboxPolicyError(`timeoutMs ${badTimeout}`);
   const workspace = canonicalWorkspace(policy.workspace);
-  return await spawnWorkspaceAsGiven({ ...policy, workspace }, argv, options);
+  // A directory root is opened refusing every symlink (ffi/init/rootfs.c), as the workspace.
+  const rootfs = policy.rootfs && "directory" in policy.rootfs
+    ? { directory: canonicalWorkspace(policy.rootfs.directory) }
+    : policy.rootfs;
+  return await spawnWorkspaceAsGiven({ ...policy, workspace, rootfs }, argv, options);
 }
 
 /**
@@ -220,6 +225,7 @@ export async function spawnWorkspaceAsGiven(
   const limited = quota ? { ...policy, fileSizeBytes: quota.fileSizeBytes } : policy;
   const limits = planLimits(limited, options.cgroupHost ?? cgroupHost());
   const ids = outerIds(policy);
+  prepareRootfs(policy, ids, ids.idmapped);
   // Off the event loop, and before anything is started: a workspace too large to check fails
   // here, closed (ATTACKS R12).
   const protectedPaths = await protectedPathsOffLoop(

@@ -8,6 +8,7 @@ import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxPolicyError } from "./errors.ts";
 import { hostLayout } from "./host_layout.ts";
 import { isInside } from "./path_containment.ts";
+import { HOST_LOWER_DIR } from "./rootfs.ts";
 import type { SandboxPolicy } from "./policy.ts";
 import {
   INJECTABLE_STEPS,
@@ -73,8 +74,19 @@ function resolvConf(policy: SandboxPolicy): string {
   }
 }
 
-/** The synthesized /etc files: path → content. */
+/**
+ * The synthesized /etc files: path → content. An image's root keeps its own passwd, group and
+ * nsswitch.conf (its packages' users, e.g. apt's `_apt`); only the files that describe this
+ * sandbox are bound over the image's.
+ */
 export function etcFiles(policy: SandboxPolicy): Record<string, string> {
+  if (imageRoot(policy)) {
+    return {
+      "/etc/hostname": `${policy.hostname}\n`,
+      "/etc/hosts": hostsFile(policy.hostname),
+      "/etc/resolv.conf": resolvConf(policy),
+    };
+  }
   return {
     "/etc/passwd": PASSWD,
     "/etc/group": GROUP,
@@ -102,6 +114,17 @@ function workingDirectory(cwd: string | undefined): string {
   return cwd;
 }
 
+/** Whether the sandbox's root is an image's (an overlay of a base directory, or a directory). */
+export function imageRoot(policy: SandboxPolicy): boolean {
+  return policy.rootfs !== undefined &&
+    !("lower" in policy.rootfs && policy.rootfs.lower === "host");
+}
+
+/** What a sandbox with an environment learns about itself (the policy's `env` may add more). */
+function environmentVariables(): Record<string, string> {
+  return { COOP_WORKSPACE: WORKSPACE_MOUNT, COOP_CREATED: new Date().toISOString() };
+}
+
 /** Encodes the spec for `argv` under `policy`. */
 export function buildSpec(
   policy: SandboxPolicy,
@@ -126,10 +149,21 @@ export function buildSpec(
   add(TAG.tmpSize, String(policy.tmpSizeBytes));
   add(TAG.cwd, workingDirectory(options.cwd));
   for (const path of options.protectedPaths ?? []) add(TAG.protect, path);
-  for (const entry of hostLayout()) {
-    if (entry.kind === "bind") add(TAG.roBind, entry.host, entry.inside);
-    else add(TAG.symlink, entry.target, entry.inside);
+  const rootfs = policy.rootfs;
+  if (!imageRoot(policy)) {
+    for (const entry of hostLayout()) {
+      const overlaid = rootfs && entry.kind === "bind" && entry.inside === HOST_LOWER_DIR;
+      if (overlaid) continue;
+      if (entry.kind === "bind") add(TAG.roBind, entry.host, entry.inside);
+      else add(TAG.symlink, entry.target, entry.inside);
+    }
   }
+  if (rootfs && "directory" in rootfs) add(TAG.dirRoot, rootfs.directory);
+  else if (rootfs?.lower === "host") {
+    const upper = `${rootfs.upper.replace(/\/+$/, "")}${HOST_LOWER_DIR}`;
+    add(TAG.overlay, HOST_LOWER_DIR, upper, rootfs.work, HOST_LOWER_DIR);
+  } else if (rootfs) add(TAG.overlay, rootfs.lower, rootfs.upper, rootfs.work, "/");
+  for (const bind of policy.persist) add(TAG.persist, bind.source, bind.target);
   for (const path of policy.readOnlyPaths) add(TAG.roBind, path, path);
   if (policy.network === "proxy" || policy.network === "public") {
     if (!options.proxy) {
@@ -144,9 +178,11 @@ export function buildSpec(
   for (const [path, content] of Object.entries(etcFiles(policy))) add(TAG.file, path, content);
   for (const arg of argv) add(TAG.arg, arg);
   // The proxy variables come last: nothing may point the sandbox at another proxy.
-  const env = options.proxy
-    ? { ...options.env, ...proxyEnvironment(options.proxy.token) }
-    : options.env;
+  const env = {
+    ...(rootfs ? environmentVariables() : {}),
+    ...options.env,
+    ...(options.proxy ? proxyEnvironment(options.proxy.token) : {}),
+  };
   for (const entry of buildEnvironment(policy, env)) add(TAG.env, entry);
   for (const [resource, value] of options.rlimits ?? []) {
     add(TAG.rlimit, String(resource), String(value));

@@ -1,0 +1,159 @@
+/**
+ * Prepares an environment's directories on the host before its sandbox starts: the upper and
+ * work directories and the persist sources are made (0700, owned by the host uid the
+ * sandbox's root maps to) and checked — no symlink on their path, upper and work on one file
+ * system, every directory on the way searchable by that uid. The host never opens a file in
+ * an upper beyond this (docs/environments_overlay.md).
+ * @module
+ */
+import {
+  chmodSync,
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  type Stats,
+  statSync,
+} from "node:fs";
+import { join } from "node:path";
+import { SandboxPolicyError } from "./errors.ts";
+import type { SandboxPolicy } from "./policy.ts";
+
+/** Host ids of the sandbox's root: its files on disk belong to them. */
+export interface RootIds {
+  uid: number;
+  gid: number;
+}
+
+/** Where the host's `/usr` is overlaid in a sandbox with `rootfs.lower = "host"`. */
+export const HOST_LOWER_DIR = "/usr";
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `ids` may search (x) directory `info`, by its mode bits alone. */
+function searchable(info: Stats, ids: RootIds): boolean {
+  if (ids.uid === 0) return true;
+  if (info.uid === ids.uid) return (info.mode & 0o100) !== 0;
+  if (info.gid === ids.gid) return (info.mode & 0o010) !== 0;
+  return (info.mode & 0o001) !== 0;
+}
+
+/**
+ * Makes `path` (and missing parents) a directory the sandbox's root owns, refusing a symlink
+ * anywhere on it; `key` names the policy field in errors.
+ */
+function ownedDirectory(key: string, path: string, ids: RootIds, asRoot: boolean): void {
+  let current = "";
+  for (const part of path.split("/").filter(Boolean)) {
+    current += `/${part}`;
+    const last = current === path.replace(/\/+$/, "");
+    let info = lstatOrNull(current);
+    if (info?.isSymbolicLink()) {
+      throw new SandboxPolicyError(
+        `${key}: "${path}" holds a symlink at "${current}"; give a path without symlinks`,
+      );
+    }
+    if (!info) {
+      mkdirSync(current, { mode: 0o700 });
+      if (asRoot) chownSync(current, ids.uid, ids.gid);
+      info = lstatSync(current);
+    }
+    if (!info.isDirectory()) {
+      throw new SandboxPolicyError(`${key}: "${current}" is not a directory`);
+    }
+    if (last && info.uid !== ids.uid) {
+      throw new SandboxPolicyError(
+        `${key}: "${path}" belongs to uid ${info.uid}, not to the sandbox's root (host uid ` +
+          `${ids.uid}), which could not write it; remove it or chown it to ${ids.uid}`,
+      );
+    }
+    if (!last && !searchable(info, ids)) {
+      throw new SandboxPolicyError(
+        `${key}: the sandbox's root (host uid ${ids.uid}) cannot search "${current}" ` +
+          `(mode ${(info.mode & 0o777).toString(8)}, owner ${info.uid}); ` +
+          `keep environments under a directory it may enter`,
+      );
+    }
+  }
+}
+
+/** Checks that `path` is a directory every component of which `ids` may search. */
+function reachableDirectory(key: string, path: string, ids: RootIds): void {
+  let current = "";
+  for (const part of ["", ...path.split("/").filter(Boolean)]) {
+    current = part ? `${current}/${part}` : "/";
+    let info: Stats;
+    try {
+      info = statSync(current);
+    } catch (error) {
+      throw new SandboxPolicyError(`${key}: "${path}": ${(error as Error).message}`);
+    }
+    if (!info.isDirectory()) {
+      throw new SandboxPolicyError(`${key}: "${current}" is not a directory`);
+    }
+    if (!searchable(info, ids)) {
+      throw new SandboxPolicyError(
+        `${key}: the sandbox's root (host uid ${ids.uid}) cannot search "${current}" ` +
+          `(mode ${(info.mode & 0o777).toString(8)}, owner ${info.uid})`,
+      );
+    }
+  }
+}
+
+/**
+ * The host's /usr/local directories, made again in a new upper: a directory the host's root
+ * owns has no owner the sandbox maps, so overlayfs could not copy it up to add a file to it;
+ * one that already exists in the upper takes new files directly (`pip install`, `npm -g`).
+ */
+function mirrorHostDirectories(from: string, to: string, ids: RootIds, asRoot: boolean) {
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const target = join(to, entry.name);
+    if (lstatOrNull(target)) continue;
+    const mode = lstatSync(join(from, entry.name)).mode & 0o7777 & ~0o7000;
+    mkdirSync(target, { mode });
+    if (asRoot) chownSync(target, ids.uid, ids.gid);
+    mirrorHostDirectories(join(from, entry.name), target, ids, asRoot);
+  }
+}
+
+/**
+ * Makes and checks the environment directories of `policy` for a sandbox whose root is
+ * `ids` on the host (`asRoot`: the invoker is root and must chown what it makes).
+ */
+export function prepareRootfs(policy: SandboxPolicy, ids: RootIds, asRoot: boolean): void {
+  const rootfs = policy.rootfs;
+  if (rootfs && "directory" in rootfs) {
+    reachableDirectory("rootfs.directory", rootfs.directory, ids);
+  } else if (rootfs) {
+    if (rootfs.lower !== "host") reachableDirectory("rootfs.lower", rootfs.lower, ids);
+    ownedDirectory("rootfs.upper", rootfs.upper, ids, asRoot);
+    ownedDirectory("rootfs.work", rootfs.work, ids, asRoot);
+    if (statSync(rootfs.upper).dev !== statSync(rootfs.work).dev) {
+      throw new SandboxPolicyError(
+        `rootfs.work: "${rootfs.work}" is not on the file system of rootfs.upper ` +
+          `"${rootfs.upper}"; overlayfs needs both on one`,
+      );
+    }
+    if (rootfs.lower === "host") {
+      const usr = join(rootfs.upper, HOST_LOWER_DIR);
+      if (!lstatOrNull(usr)) {
+        // 0755 like the host's: an upper directory's mode is the merged directory's.
+        for (const dir of [usr, join(usr, "local")]) {
+          ownedDirectory("rootfs.upper", dir, ids, asRoot);
+          chmodSync(dir, 0o755);
+        }
+        mirrorHostDirectories("/usr/local", join(usr, "local"), ids, asRoot);
+      } else ownedDirectory("rootfs.upper", usr, ids, asRoot);
+    }
+  }
+  for (const [i, bind] of policy.persist.entries()) {
+    ownedDirectory(`persist.${i}.source`, bind.source, ids, asRoot);
+  }
+}
