@@ -13,34 +13,8 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC as format } from "../agent/wire_formats.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
-import {
-  coopArgv,
-  type CoopHome,
-  makeCoopHome,
-  postMessage,
-  startGateway,
-  stopGateway,
-} from "./gateway_process.ts";
-
-/** Runs a `coop` subcommand to its end; returns its status and output. */
-export async function runCoop(
-  home: CoopHome,
-  ...args: string[]
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const [cmd, ...rest] = coopArgv(...args);
-  const out = await new Deno.Command(cmd, {
-    args: rest,
-    env: home.env(),
-    clearEnv: true,
-    stdin: "null",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: out.code,
-    stdout: decoder.decode(out.stdout),
-    stderr: decoder.decode(out.stderr),
-  };
-}
+import { runCoop } from "./coop_command.ts";
+import { makeCoopHome, postMessage, startGateway, stopGateway } from "./gateway_process.ts";
 
 function config(baseUrl: string): string {
   return `
