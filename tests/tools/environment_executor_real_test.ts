@@ -11,7 +11,8 @@ import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { resetUser } from "../../src/environments/environment_lifecycle.ts";
 import { type ToolCall, ToolExecutor } from "../../src/tools/tool_executor.ts";
 import { sandboxPolicyForUser } from "../../src/tools/sandbox_placement.ts";
-import { buildTestBase } from "../environments/environment_fixture.ts";
+import { buildTestBase, writeBuiltManifest } from "../environments/environment_fixture.ts";
+import { endEnvironmentSession } from "../../src/gateway/environment_sessions.ts";
 
 const ignore = Deno.env.get("COOP_SANDBOX_TEST") !== "1";
 
@@ -123,6 +124,42 @@ Deno.test({
       // What the sandbox's root owns: removed without following anything it made.
       resetUser(join(base, "state"), "bob", true);
       resetUser(join(base, "state"), "carol", true);
+      await Deno.remove(base, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: 'environment: upper = "session" keeps a write for that session only; its end removes it',
+  ignore,
+  async fn() {
+    const { base, file, text } = await setUp();
+    await Deno.writeTextFile(
+      join(base, "Coopfile"),
+      '[base]\nimage = "host"\n[session]\nupper = "session"\n',
+    );
+    try {
+      const config = parseConfig(text, file, base);
+      writeBuiltManifest(config.agent.stateDir, join(base, "Coopfile"));
+      const executor = new ToolExecutor(config);
+      const write = await executor.call(
+        bash("bob", "echo mine > /usr/local/note && cat /usr/local/note", "s1"),
+      );
+      strictEqual(write.content, "mine\n[exit code 0]", write.content);
+      const same = await executor.call(bash("bob", "cat /usr/local/note", "s1"));
+      strictEqual(same.content, "mine\n[exit code 0]");
+      const other = await executor.call(bash("bob", "cat /usr/local/note 2>&1; echo", "s2"));
+      ok(other.content.includes("No such file"), other.content);
+      // The gateway's /clear of s1: its layer is gone, a new command in s1 starts clean.
+      endEnvironmentSession(config, "bob", { channel: "http", id: "s1" });
+      const cleared = await executor.call(bash("bob", "cat /usr/local/note 2>&1; echo", "s1"));
+      ok(cleared.content.includes("No such file"), cleared.content);
+      ok(
+        !fs.existsSync("/usr/local/note") ||
+          fs.readFileSync("/usr/local/note", "utf8") !== "mine\n",
+      );
+    } finally {
+      resetUser(join(base, "state"), "bob", true);
       await Deno.remove(base, { recursive: true });
     }
   },
