@@ -5,6 +5,7 @@
 import { chatCommand } from "./chat_command.ts";
 import { checkCommand } from "./check_command.ts";
 import { explainCommand } from "./explain_command.ts";
+import { initCommand } from "./init_command.ts";
 import { pairingCommand } from "./pairing_command.ts";
 import { setupLogging } from "./logging.ts";
 import { memoryCommand } from "./memory_command.ts";
@@ -41,6 +42,9 @@ async function run(args: string[]): Promise<number> {
       return await explainCommand(rest);
     case "setup":
       return await setupCommand(rest);
+    case "init":
+    case "rebuild":
+      return await initCommand(rest, command === "rebuild");
     case undefined:
     case "help":
     case "--help":

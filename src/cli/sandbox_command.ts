@@ -37,6 +37,8 @@ import {
   stopCommand,
 } from "./sandbox_sessions_command.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
+import { sandboxCleanCommand, sandboxResetCommand } from "./sandbox_reset_command.ts";
+import { renderEnvironments, statusEnvironments } from "./sandbox_environments_status.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
 export const EXIT_TIMEOUT = 124;
@@ -101,11 +103,12 @@ async function statusCommand(args: string[]): Promise<number> {
   const report = await probe();
   const last = await lastSelfTest();
   const live = await liveSessionsForStatus(callerPath(values.config ?? DEFAULT_CONFIG_FILE));
+  const environments = await statusEnvironments(values.config);
+  const status = { ...report, lastSelfTest: last ?? null, environments, liveSessions: live };
   print(
     values.json
-      ? JSON.stringify({ ...report, lastSelfTest: last ?? null, liveSessions: live }, null, 2) +
-        "\n"
-      : renderStatus(report) + renderLastSelfTest(last) +
+      ? JSON.stringify(status, null, 2) + "\n"
+      : renderStatus(report) + renderLastSelfTest(last) + renderEnvironments(environments) +
         (live ? `  live sessions:\n${renderLiveSandboxes(live).replace(/^/gm, "    ")}` : ""),
   );
   return report.available ? 0 : 1;
@@ -348,9 +351,11 @@ export function sandboxCommand(args: string[]): Promise<number> {
   if (sub === "test") return testCommand(rest);
   if (sub === "ps") return psCommand(rest);
   if (sub === "stop") return stopCommand(rest);
+  if (sub === "reset") return sandboxResetCommand(rest);
+  if (sub === "clean") return sandboxCleanCommand(rest);
   throw new UsageError(
     sub
       ? `unknown sandbox command "${sub}"`
-      : "sandbox needs a command: status, test, exec, ps, stop",
+      : "sandbox needs a command: status, test, exec, ps, stop, reset, clean",
   );
 }

@@ -75,6 +75,8 @@ const sandboxOverrideShape = {
     .max(100_000_000, "must be at most 100000000").optional(),
   lifetime: z.enum(["command", "session"]).optional(),
   idle_timeout: timeoutDuration.optional(),
+  /** A Coopfile's path (relative to coop.toml): the environment (docs/environments.md). */
+  environment: z.string().min(1, "must be the path of a Coopfile").optional(),
 };
 
 /** Per-user or per-cron-job sandbox overrides. */

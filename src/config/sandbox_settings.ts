@@ -2,6 +2,7 @@
  * Sandbox settings: the global `[sandbox]` table merged with a user's or cron job's overrides.
  * @module
  */
+import { resolve } from "node:path";
 import { DEFAULT_SCAN_LIMIT, type SandboxPolicyInput } from "../sandbox/mod.ts";
 import type { RawSandboxOverrides } from "./config_schema.ts";
 import { networkOfAllowNetwork } from "./allow_network_alias.ts";
@@ -59,10 +60,15 @@ export interface SandboxSettings {
   lifetime: "command" | "session";
   /** A live session sandbox unused this long is stopped (ms; 15 min by default). */
   idleTimeoutMs: number;
+  /** The environment's Coopfile, absolute (docs/environments.md); unset: the host's root. */
+  environment?: string;
 }
 
 /** Converts a parsed override table into the fields it sets. */
-export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<SandboxSettings> {
+export function overridesFromRaw(
+  raw: RawSandboxOverrides | undefined,
+  baseDir: string = "/",
+): Partial<SandboxSettings> {
   if (!raw) return {};
   const out: Partial<SandboxSettings> = {};
   if (raw.network !== undefined) out.network = raw.network;
@@ -87,11 +93,15 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (raw.workspace_scan_limit !== undefined) out.scanLimit = raw.workspace_scan_limit;
   if (raw.lifetime !== undefined) out.lifetime = raw.lifetime;
   if (raw.idle_timeout !== undefined) out.idleTimeoutMs = raw.idle_timeout;
+  if (raw.environment !== undefined) out.environment = resolve(baseDir, raw.environment);
   return out;
 }
 
 /** Returns the global settings: the `[sandbox]` table over Coop's defaults. */
-export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings {
+export function globalSandboxSettings(
+  raw: RawSandboxOverrides,
+  baseDir: string = "/",
+): SandboxSettings {
   return {
     network: "none",
     allowDomains: [],
@@ -105,7 +115,7 @@ export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings
     idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS,
     memoryBytes: DEFAULT_MEMORY_BYTES,
     pidsLimit: DEFAULT_PIDS_LIMIT,
-    ...overridesFromRaw(raw),
+    ...overridesFromRaw(raw, baseDir),
   };
 }
 

@@ -23,7 +23,7 @@ import { callInGateway } from "./gateway_placement.ts";
 import { HostPlacement } from "./host_placement.ts";
 import type { HostArgvRunner, HostRunner } from "./host_runner.ts";
 import { scopeFor } from "./path_scope.ts";
-import { SandboxPlacement, type SandboxRunner } from "./sandbox_placement.ts";
+import { SandboxPlacement, type SandboxRunner, type UserSandbox } from "./sandbox_placement.ts";
 import type { SessionKey, SessionSandboxes } from "./session_sandboxes.ts";
 import { runTool, type Tool, type ToolContext, type ToolResult } from "./tool_contract.ts";
 import { BUILTIN_TOOLS } from "./tool_registry.ts";
@@ -76,7 +76,10 @@ export interface ToolCall {
   signal?: AbortSignal;
   /** Receives the measured CPU seconds of each sandboxed command the call ran (budgets). */
   onSandboxSeconds?: (seconds: number) => void;
-  /** The chat session the call belongs to (its live sandbox with `lifetime = "session"`). */
+  /**
+   * The chat session the call belongs to: its live sandbox with `lifetime = "session"`, an
+   * environment's `COOP_SESSION` and session uppers.
+   */
   session?: SessionKey;
 }
 
@@ -233,6 +236,12 @@ export class ToolExecutor {
         decision,
       };
     }
+    const userSandbox = (): UserSandbox => ({
+      user: call.principal.name,
+      settings,
+      workspace: scope.hostRoot,
+      ...(call.session ? { session: call.session } : {}),
+    });
     const context: ToolContext = {
       scope,
       defaultTimeoutMs: settings.timeoutMs,
@@ -242,12 +251,12 @@ export class ToolExecutor {
       runCommand: call.tool === "bash"
         ? (onHost
           ? this.#host.runner(scope.hostRoot)
-          : this.#sandbox.runner(scope.hostRoot, settings, call.onSandboxSeconds, call.session))
+          : this.#sandbox.runner(userSandbox(), call.onSandboxSeconds))
         : undefined,
       runArgv: call.tool === "exec"
         ? (onHost
           ? this.#host.argvRunner(scope.hostRoot)
-          : this.#sandbox.argvRunner(scope.hostRoot, settings, call.onSandboxSeconds, call.session))
+          : this.#sandbox.argvRunner(userSandbox(), call.onSandboxSeconds))
         : undefined,
       maxSendFileBytes: this.#config.agent.maxSendFileBytes,
     };

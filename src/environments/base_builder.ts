@@ -1,0 +1,225 @@
+/**
+ * `coop init` / `coop rebuild`: builds an environment's base layer into `base.next/`, writes its
+ * manifest, then puts it in place of `base/` by rename (the old one removed after). A failure
+ * names its step and cause, removes `base.next/` and leaves the previous base as it was.
+ * @module
+ */
+import {
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
+import { join } from "node:path";
+import type { Coopfile } from "../config/coopfile.ts";
+import { CoopError, errorMessage } from "../errors/coop_error.ts";
+import { DEFAULT_SANDBOX_HOST_ID } from "../sandbox/host_ids.ts";
+import { coopfileHash } from "../config/coopfile_hash.ts";
+import { imageText, readBaseManifest, writeBaseManifest } from "./base_manifest.ts";
+import { type BuildProgress, type BuildStep, humanBytes } from "./build_progress.ts";
+import { buildDebianBase } from "./debian_base.ts";
+import {
+  type BaseManifest,
+  type EnvironmentPaths,
+  environmentPaths,
+} from "./environment_layout.ts";
+import type { UnpackSkipped } from "./layer_unpack.ts";
+import { unpackOciImage } from "./oci_base.ts";
+import { runBuildCommands } from "./build_sandbox.ts";
+
+/** A build failed at `step`; the previous base (if any) is unchanged. */
+export class BaseBuildError extends CoopError {
+  /** The step that failed. */
+  readonly step: BuildStep;
+  /** `message` names the environment, the step and the cause. */
+  constructor(step: BuildStep, message: string, options?: ErrorOptions) {
+    super("environment.build", message, options);
+    this.name = "BaseBuildError";
+    this.step = step;
+  }
+}
+
+/** What one `buildBase` call did. */
+export interface BuildResult {
+  /** The environment's id and its Coopfile. */
+  environment: string;
+  coopfile: string;
+  /** `unchanged`: `coop init` found a base built from the same Coopfile hash. */
+  status: "built" | "unchanged";
+  manifest: BaseManifest;
+  /** Milliseconds the build took (0 when unchanged). */
+  elapsedMs: number;
+  /** Entries of the image not created on purpose (devices, FIFOs, set-id bits). */
+  skipped: UnpackSkipped;
+}
+
+/** Inputs of one build. */
+export interface BuildOptions {
+  /** Coop's state directory (`[agent] state_dir`). */
+  stateDir: string;
+  /** The Coopfile's absolute path (the environment's identity). */
+  coopfilePath: string;
+  coopfile: Coopfile;
+  /** Rebuild even when the manifest's hash matches (`coop rebuild`). */
+  force: boolean;
+  progress: BuildProgress;
+  /** Host uid/gid the base's files get; default: the invoker's own, or the sandbox host id for root. */
+  owner?: { uid: number; gid: number };
+}
+
+/** The host ids a sandbox's root maps to for this invoker, or undefined: the invoker's own. */
+export function baseOwner(): { uid: number; gid: number } | undefined {
+  return Deno.uid() === 0
+    ? { uid: DEFAULT_SANDBOX_HOST_ID, gid: DEFAULT_SANDBOX_HOST_ID }
+    : undefined;
+}
+
+/** Bytes of the regular files and links under `dir` (lstat; hard links counted once). */
+export function treeSize(dir: string): number {
+  const seen = new Set<number>();
+  let total = 0;
+  const walk = (path: string) => {
+    for (const name of readdirSync(path)) {
+      const child = join(path, name);
+      const stat = lstatSync(child);
+      if (stat.isDirectory()) walk(child);
+      else if (!seen.has(stat.ino)) {
+        seen.add(stat.ino);
+        total += stat.size;
+      }
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return total;
+}
+
+/** Creates the state directory's environment folders 0700 (no other local user reaches an upper). */
+function prepareRoot(paths: EnvironmentPaths): void {
+  mkdirSync(join(paths.root, ".."), { recursive: true, mode: 0o700 });
+  mkdirSync(paths.root, { recursive: true, mode: 0o700 });
+}
+
+/** A crash between the two renames leaves `base.old`: put it back, or drop it when superseded. */
+function recoverReplace(paths: EnvironmentPaths): void {
+  const old = `${paths.base}.old`;
+  if (!existsSync(old)) return;
+  if (existsSync(paths.base)) rmSync(old, { recursive: true, force: true });
+  else renameSync(old, paths.base);
+}
+
+/** Rejects what cannot be done with a host base: nothing can be installed into the host. */
+function checkHostRecipe(coopfile: Coopfile, source: string): void {
+  const what: [BuildStep, string, readonly string[]][] = [
+    ["packages", "[packages] install", coopfile.packages],
+    ["setup", "[setup] run", coopfile.setup],
+    ["agent", "[agent] install", coopfile.agent.install],
+  ];
+  for (const [step, key, list] of what) {
+    if (list.length > 0) {
+      throw new BaseBuildError(
+        step,
+        `${source}: ${key} needs a base to install into, but [base] image = "host" is the ` +
+          'host\'s own read-only /usr; use image = "debian:<suite>" or "oci:<path>", or remove ' +
+          key,
+      );
+    }
+  }
+}
+
+/** Builds (or, unless `force`, keeps) the base of the environment at `options.coopfilePath`. */
+export async function buildBase(options: BuildOptions): Promise<BuildResult> {
+  const { coopfile, progress } = options;
+  const paths = environmentPaths(options.stateDir, options.coopfilePath);
+  const hash = coopfileHash(coopfile);
+  const noneSkipped = { devices: 0, fifos: 0, setIdBits: 0 };
+  prepareRoot(paths);
+  recoverReplace(paths);
+  const current = readBaseManifest(paths.manifest);
+  const present = coopfile.base.kind === "host" || existsSync(paths.rootfs);
+  if (!options.force && current?.hash === hash && present) {
+    return {
+      environment: paths.id,
+      coopfile: options.coopfilePath,
+      status: "unchanged",
+      manifest: current,
+      elapsedMs: 0,
+      skipped: noneSkipped,
+    };
+  }
+  const started = performance.now();
+  let step: BuildStep = "fetch";
+  const owner = options.owner ?? baseOwner();
+  const rootfs = join(paths.next, "rootfs");
+  const scratch = join(paths.next, "scratch");
+  let skipped: UnpackSkipped = noneSkipped;
+  try {
+    if (coopfile.base.kind === "host") checkHostRecipe(coopfile, options.coopfilePath);
+    rmSync(paths.next, { recursive: true, force: true });
+    mkdirSync(paths.next, { mode: 0o700 });
+    const base = coopfile.base;
+    if (base.kind === "debian") {
+      skipped = await buildDebianBase(
+        { ...base, packages: coopfile.packages, rootfs, scratch, owner },
+        progress,
+        (s) => step = s,
+      );
+    } else if (base.kind === "oci") {
+      step = "unpack";
+      progress.step("unpack", `OCI image ${base.path}`);
+      skipped = await unpackOciImage(base.path, rootfs, scratch, {
+        owner,
+        onBytes: (n) => progress.bytes(n),
+        onLayer: (i, n) => progress.step("unpack", `layer ${i} of ${n}`),
+      });
+    }
+    if (base.kind !== "host") {
+      if (owner) chownSync(rootfs, owner.uid, owner.gid);
+      rmSync(scratch, { recursive: true, force: true });
+      await runBuildCommands(rootfs, coopfile, progress, (s) => step = s);
+    }
+    step = "manifest";
+    const sizeBytes = treeSize(rootfs);
+    const manifest: BaseManifest = {
+      sources: [...coopfile.sources],
+      image: imageText(base),
+      packages: [...coopfile.packages],
+      setup: [...coopfile.setup, ...coopfile.agent.install],
+      hash,
+      builtAt: new Date().toISOString(),
+      sizeBytes,
+    };
+    writeBaseManifest(join(paths.next, "manifest.json"), manifest);
+    const old = `${paths.base}.old`;
+    if (existsSync(paths.base)) renameSync(paths.base, old);
+    renameSync(paths.next, paths.base);
+    rmSync(old, { recursive: true, force: true });
+    const elapsedMs = Math.round(performance.now() - started);
+    progress.done(
+      `built ${manifest.image} for ${paths.id}: ${humanBytes(sizeBytes)} in ${
+        (elapsedMs / 1000).toFixed(1)
+      }s`,
+    );
+    return {
+      environment: paths.id,
+      coopfile: options.coopfilePath,
+      status: "built",
+      manifest,
+      elapsedMs,
+      skipped,
+    };
+  } catch (error) {
+    rmSync(paths.next, { recursive: true, force: true });
+    if (error instanceof BaseBuildError) throw error;
+    throw new BaseBuildError(
+      step,
+      `${options.coopfilePath}: building the base failed at step "${step}": ${
+        errorMessage(error)
+      }` +
+        (existsSync(paths.base) ? " (the previous base is unchanged)" : ""),
+      { cause: error },
+    );
+  }
+}

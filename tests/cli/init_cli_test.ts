@@ -1,0 +1,204 @@
+// Issue 14, item 2: `coop init` / `coop rebuild` from the command line — OCI images from a
+// local rootfs always; `debian:bookworm` with a package when mmdebstrap and the mirror are here.
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { coopArgv } from "../e2e/gateway_process.ts";
+import { runCommand } from "../fixtures/run_command.ts";
+import { miniLayers, writeOciLayout } from "../fixtures/oci_image.ts";
+import { environmentPaths } from "../../src/environments/environment_layout.ts";
+import {
+  findProgram,
+  INSTALL_MMDEBSTRAP,
+  mmdebstrapMode,
+} from "../../src/environments/debian_base.ts";
+import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
+
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "coop-init-"));
+  try {
+    await fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function coop(args: string[], env?: Record<string, string>) {
+  const [cmd, ...rest] = coopArgv(...args);
+  return runCommand(cmd, rest, { env });
+}
+
+/** coop.toml with its state in `<dir>/state`, and a Coopfile with `body`. */
+function project(dir: string, body: string): { config: string; coopfile: string } {
+  const config = join(dir, "coop.toml");
+  writeFileSync(config, `[agent]\nstate_dir = "${dir}/state"\n`);
+  const coopfile = join(dir, "Coopfile");
+  writeFileSync(coopfile, body);
+  return { config, coopfile };
+}
+
+/** The host uid a sandbox's root maps to for this invoker. */
+const SANDBOX_ROOT = Deno.uid() === 0 ? DEFAULT_SANDBOX_HOST_ID : Deno.uid()!;
+
+Deno.test("coop init builds an OCI base, skips it unchanged, coop rebuild rebuilds", async () => {
+  await withDir(async (dir) => {
+    writeOciLayout(join(dir, "image"), miniLayers(dir));
+    const { config } = project(dir, `[base]\nimage = "oci:${dir}/image"\n`);
+    // No --coopfile: the Coopfile next to coop.toml.
+    const first = await coop(["init", "--config", config]);
+    assertEquals(first.code, 0, first.stderr);
+    assertMatch(first.stderr, /coop init Coopfile: \[\d+\.\ds\] unpack: layer 1 of 2/);
+    assertMatch(first.stderr, /\] built oci:.* \d+\.\d MB in \d+\.\ds\n/);
+    assertMatch(
+      first.stdout,
+      /Coopfile: oci:.* built .*MB \(not created: 1 device nodes, set-id bits of 1 files\)/,
+    );
+    const again = await coop(["init", "--config", config, "--json"]);
+    assertEquals(again.code, 0, again.stderr);
+    assertEquals(again.stderr, "", "--json prints no progress");
+    assertEquals(JSON.parse(again.stdout).environments[0].status, "unchanged");
+    const rebuilt = await coop(["rebuild", "--config", config, "--json"]);
+    const outcome = JSON.parse(rebuilt.stdout).environments[0];
+    assertEquals(outcome.status, "built");
+    assertEquals(outcome.manifest.image, `oci:${dir}/image`);
+    assertEquals(outcome.skipped, { devices: 1, fifos: 0, setIdBits: 1 });
+  });
+});
+
+Deno.test("coop init: a failure exits 1 naming the step; the previous base stays", async () => {
+  await withDir(async (dir) => {
+    writeOciLayout(join(dir, "image"), miniLayers(dir));
+    const { config, coopfile } = project(dir, `[base]\nimage = "oci:${dir}/image"\n`);
+    assertEquals((await coop(["init", "--config", config, "--coopfile", coopfile])).code, 0);
+    writeOciLayout(join(dir, "evil"), [[{ name: "x", type: "symlink", link: "/" }, {
+      name: "x/ESCAPED",
+      data: "",
+    }]]);
+    const failed = await coop([
+      "rebuild",
+      "--config",
+      config,
+      "--image",
+      `oci:${dir}/evil`,
+      "--json",
+    ]);
+    assertEquals(failed.code, 1);
+    const outcome = JSON.parse(failed.stdout).environments[0];
+    assertEquals(outcome.status, "failed");
+    assertEquals(outcome.step, "unpack");
+    assertMatch(outcome.error, /goes through the symlink "x"/);
+    assert(!existsSync("/ESCAPED"));
+    assert(existsSync(join(environmentPaths(join(dir, "state"), coopfile).rootfs, "usr/bin/sh")));
+  });
+});
+
+Deno.test("coop init without a Coopfile says where it looked", async () => {
+  await withDir(async (dir) => {
+    writeFileSync(join(dir, "coop.toml"), `[agent]\nstate_dir = "${dir}/state"\n`);
+    const result = await coop(["init", "--config", join(dir, "coop.toml")]);
+    assertEquals(result.code, 1);
+    assertMatch(
+      result.stderr,
+      /refers to no environment .*\/Coopfile does not exist; name one with --coopfile/,
+    );
+  });
+});
+
+Deno.test("coop init of a debian base without mmdebstrap names the apt command", async () => {
+  await withDir(async (dir) => {
+    const { config } = project(dir, `[base]\nimage = "debian:bookworm"\n`);
+    const result = await coop(["init", "--config", config], { PATH: "/nonexistent" });
+    assertEquals(result.code, 1);
+    assert(
+      result.stderr.includes(`mmdebstrap is not installed; as root run: ${INSTALL_MMDEBSTRAP}`),
+      result.stderr,
+    );
+    assertMatch(result.stderr, /failed at step "fetch"/);
+  });
+});
+
+Deno.test("mmdebstrap --mode=unshare without a subordinate id range says how to add one", () => {
+  if (findProgram("mmdebstrap") === null || findProgram("newuidmap") === null) {
+    console.log("skipped: mmdebstrap or newuidmap is not installed here");
+    return;
+  }
+  const empty = join(tmpdir(), `coop-subuid-${crypto.randomUUID()}`);
+  writeFileSync(empty, "");
+  try {
+    let message = "";
+    try {
+      mmdebstrapMode(4242, { subuid: empty, subgid: empty });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    assertMatch(message, /--mode=unshare needs a subordinate id range .* usermod --add-subuids/);
+    assertEquals(mmdebstrapMode(0), "root");
+  } finally {
+    rmSync(empty);
+  }
+});
+
+/** Why the Debian build cannot run here, or null when it can. */
+async function debianUnavailable(): Promise<string | null> {
+  if (findProgram("mmdebstrap") === null) {
+    return `mmdebstrap is not installed (${INSTALL_MMDEBSTRAP})`;
+  }
+  try {
+    mmdebstrapMode();
+  } catch (error) {
+    return (error as Error).message;
+  }
+  try {
+    const response = await fetch("http://deb.debian.org/debian/dists/bookworm/Release", {
+      method: "HEAD",
+      signal: AbortSignal.timeout(10_000),
+    });
+    await response.body?.cancel();
+    if (!response.ok) return `the Debian mirror answered ${response.status}`;
+  } catch (error) {
+    return `the Debian mirror is unreachable (${(error as Error).message})`;
+  }
+  return null;
+}
+
+const debianWhyNot = await debianUnavailable();
+if (debianWhyNot) console.log(`skipping the debian:bookworm build: ${debianWhyNot}`);
+
+Deno.test({
+  name: 'coop init of image = "debian:bookworm" with one package builds a base that contains it',
+  ignore: debianWhyNot !== null,
+  async fn() {
+    await withDir(async (dir) => {
+      const { config, coopfile } = project(
+        dir,
+        `[base]\nimage = "debian:bookworm"\n[packages]\ninstall = ["jq"]\n`,
+      );
+      const result = await coop(["init", "--config", config]);
+      assertEquals(result.code, 0, result.stderr.slice(-3000));
+      assertMatch(result.stderr, /fetch: mmdebstrap --mode=(root|unshare) bookworm/);
+      assertMatch(result.stderr, /fetch: mmdebstrap I: downloading packages/);
+      assertMatch(result.stderr, /unpack: working \(\d+\.\d MB so far\)/);
+      const paths = environmentPaths(join(dir, "state"), coopfile);
+      const manifest = JSON.parse(readFileSync(paths.manifest, "utf8"));
+      assertEquals(manifest.image, "debian:bookworm");
+      assertEquals(manifest.packages, ["jq"]);
+      assert(manifest.sizeBytes > 50_000_000, `size ${manifest.sizeBytes}`);
+      assert(lstatSync(join(paths.rootfs, "usr/bin/jq")).isFile(), "jq is in the base");
+      assert(lstatSync(join(paths.rootfs, "usr/bin/apt-get")).isFile(), "apt is in the base");
+      assertMatch(
+        readFileSync(join(paths.rootfs, "var/lib/dpkg/status"), "utf8"),
+        /Package: jq\nStatus: install ok installed/,
+      );
+      assertEquals(
+        readFileSync(join(paths.rootfs, "etc/apt/apt.conf.d/99coop-sandbox"), "utf8"),
+        'APT::Sandbox::User "root";\n',
+      );
+      for (const file of ["", "usr/bin/jq", "etc/passwd", "var/cache/apt", "usr/bin/su"]) {
+        assertEquals(lstatSync(join(paths.rootfs, file)).uid, SANDBOX_ROOT, `owner of /${file}`);
+      }
+      assertEquals(lstatSync(join(paths.rootfs, "usr/bin/su")).mode & 0o6000, 0, "no set-uid");
+      assert(!existsSync(join(paths.rootfs, "dev/null")), "no device nodes");
+    });
+  },
+});
