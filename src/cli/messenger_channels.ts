@@ -42,7 +42,8 @@ function lazyChannel<C extends Stoppable>(
   const channel: Stoppable = {
     stop: async (options) => {
       stopped = true;
-      await (await loaded).stop(options);
+      // One that never loaded has nothing to stop (its failure was reported as a failed start).
+      await (await loaded.catch(() => null))?.stop(options);
     },
   };
   const started = loaded.then((c) => stopped ? undefined : start(c), loadFailed);
