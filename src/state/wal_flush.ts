@@ -101,8 +101,9 @@ export class WalFlusher {
     }
   }
 
-  /** How many checkpoints finished on the worker, and what the last one did (tests). */
+  /** How many checkpoints finished on the worker (tests count them). */
   checkpoints = 0;
+  /** What the last checkpoint on the worker did (tests). */
   lastCheckpoint: CheckpointResult | null = null;
 
   /** Resolves once no checkpoint is running (tests; `close` need not wait for one). */
