@@ -5,7 +5,9 @@
  * policy, so the figure that matters is the ratio. Prints turns per second, turn latency
  * percentiles, failures, and the gateway's RSS (before, peak, after), descriptors and threads.
  * `--turns N` sets the measured turns (default 1,000); with `--curve` it prints RSS every 1,000
- * turns (the long run: `deno run -A scripts/bench_load.ts --turns 10000 --curve`).
+ * turns (`--curve-every N`; the long run: `deno run -A scripts/bench_load.ts --turns 10000 --curve`).
+ * A/B comparisons in one invocation: `--variant "label|checkout|deno flags"` (repeatable; an empty
+ * checkout is this one) and `--rounds N` run each variant in turn, N times, interleaved.
  * Informational: a missed goal is marked, never fails.
  * @module
  */
@@ -19,6 +21,7 @@ import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
 import { ANTHROPIC } from "../tests/agent/wire_formats.ts";
 import type { ScriptedReply } from "../tests/agent/scripted_server.ts";
 import {
+  type GatewayProcessOptions,
   makeCoopHome,
   postMessage,
   startGateway,
@@ -158,28 +161,37 @@ async function baselinePolicy(text: string, dir: string): Promise<SandboxPolicyI
   }
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      clients: { type: "string", default: "20" },
-      turns: { type: "string", default: "1000" },
-      curve: { type: "boolean", default: false },
-    },
-  });
-  const clients = Number(values.clients), turns = Number(values.turns);
-  console.log(
-    `gateway under load: ${clients} HTTP clients, ${turns} turns after ${WARMUP_TURNS} warm-up, ` +
-      `each one model call, one sandboxed bash \`${COMMAND}\`, one reply; raw exec() baseline ` +
-      `${clients} at a time for ${RAW_SECONDS} s`,
-  );
-  const provider = startProvider();
-  const text = configText(clients, `http://127.0.0.1:${provider.addr.port}`);
+/** One way of running the gateway: another checkout and/or other Deno flags (A/B runs). */
+interface Variant {
+  label: string;
+  runtime?: GatewayProcessOptions["runtime"];
+}
+
+/**
+ * `--variant "label|checkout|flag flag…"`: a checkout directory (empty: this one) and Deno flags
+ * (space-separated, e.g. `--v8-flags=--max-semi-space-size=1`) to run the gateway with.
+ */
+function parseVariant(text: string): Variant {
+  const [label, checkout = "", flags = ""] = text.split("|");
+  const denoFlags = flags.split(" ").filter((f) => f !== "");
+  return { label, runtime: { ...(checkout ? { checkout } : {}), denoFlags } };
+}
+
+/** One measured run of `variant`: the load through the gateway, then the raw exec() baseline. */
+async function runVariant(
+  variant: Variant,
+  text: string,
+  clients: number,
+  turns: number,
+  curveEvery: number,
+): Promise<void> {
   const home = await makeCoopHome(text);
   const tokens = Object.fromEntries(
     Array.from({ length: clients }, (_, i) => [`U${i}_TOKEN`, `token-u${i}`]),
   );
-  const gateway = await startGateway(home, { ...tokens, COOP_LOG: "warning" });
+  const gateway = await startGateway(home, { ...tokens, COOP_LOG: "warning" }, {
+    ...(variant.runtime ? { runtime: variant.runtime } : {}),
+  });
   try {
     const pid = gateway.child.pid;
     const idle = sample(pid);
@@ -199,7 +211,7 @@ async function main(): Promise<void> {
     }, 100);
     const curve: string[] = [];
     const run = await load(gateway.url, clients, turns, (done) => {
-      if (values.curve && done % 1000 === 0) {
+      if (curveEvery > 0 && done % curveEvery === 0) {
         curve.push(`${done}: ${sample(pid).rssMb.toFixed(1)} MB`);
       }
     });
@@ -214,26 +226,61 @@ async function main(): Promise<void> {
     const rate = run.latencies.length / run.seconds;
     const ratio = rate / raw;
     const p = (q: number) => percentile(run.latencies, q).toFixed(1);
+    const indent = variant.label ? `  [${variant.label}]\n    ` : "  ";
+    const next = variant.label ? "    " : "  ";
     console.log(
-      `  turns/s ${rate.toFixed(1)}  (raw exec() ${raw.toFixed(1)}/s, ratio ${ratio.toFixed(2)}, ` +
-        `goal ≥ ${GOAL_RATIO} ${ratio >= GOAL_RATIO ? "✓ met" : "✗ not met"})`,
+      `${indent}turns/s ${rate.toFixed(1)}  (raw exec() ${raw.toFixed(1)}/s, ratio ` +
+        `${ratio.toFixed(2)}, goal ≥ ${GOAL_RATIO} ${ratio >= GOAL_RATIO ? "✓ met" : "✗ not met"})`,
     );
     console.log(
-      `  turn latency ms p50 ${p(50)}  p95 ${p(95)}  p99 ${p(99)}  failures ` +
+      `${next}turn latency ms p50 ${p(50)}  p95 ${p(95)}  p99 ${p(99)}  failures ` +
         `${run.failures.length}${run.failures.length ? ` (first: ${run.failures[0]})` : ""}`,
     );
     console.log(
-      `  gateway RSS MB idle ${idle.rssMb.toFixed(1)}  after warm-up ${
+      `${next}gateway RSS MB idle ${idle.rssMb.toFixed(1)}  after warm-up ${
         before.rssMb.toFixed(1)
       }  peak ${peak.rssMb.toFixed(1)}  after ` +
         `${after.rssMb.toFixed(1)};  fds ${before.fds} → ${after.fds};  threads ` +
         `${before.threads} → ${after.threads}`,
     );
-    if (curve.length > 0) console.log(`  RSS curve (turns: RSS): ${curve.join(", ")}`);
+    if (curve.length > 0) console.log(`${next}RSS curve (turns: RSS): ${curve.join(", ")}`);
   } finally {
     await stopGateway(gateway);
-    await provider.shutdown();
     await Deno.remove(home.dir, { recursive: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      clients: { type: "string", default: "20" },
+      turns: { type: "string", default: "1000" },
+      curve: { type: "boolean", default: false },
+      "curve-every": { type: "string", default: "1000" },
+      variant: { type: "string", multiple: true, default: [] },
+      rounds: { type: "string", default: "1" },
+    },
+  });
+  const clients = Number(values.clients), turns = Number(values.turns);
+  const curveEvery = values.curve ? Number(values["curve-every"]) : 0;
+  const variants = values.variant.length > 0
+    ? values.variant.map(parseVariant)
+    : [{ label: "" } as Variant];
+  console.log(
+    `gateway under load: ${clients} HTTP clients, ${turns} turns after ${WARMUP_TURNS} warm-up, ` +
+      `each one model call, one sandboxed bash \`${COMMAND}\`, one reply; raw exec() baseline ` +
+      `${clients} at a time for ${RAW_SECONDS} s`,
+  );
+  const provider = startProvider();
+  try {
+    const text = configText(clients, `http://127.0.0.1:${provider.addr.port}`);
+    // Interleaved: A B A B …, so that the machine's other work falls on both alike.
+    for (let round = 0; round < Number(values.rounds); round++) {
+      for (const variant of variants) await runVariant(variant, text, clients, turns, curveEvery);
+    }
+  } finally {
+    await provider.shutdown();
   }
 }
 

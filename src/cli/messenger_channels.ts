@@ -11,8 +11,6 @@ import { errorMessage } from "../errors/coop_error.ts";
 import type { CoopConfig } from "../config/config.ts";
 import { telegramTokenEnv } from "../config/messenger_schema.ts";
 import type { TurnHandler } from "../gateway/turn_handler.ts";
-import { TelegramChannel } from "../channels/telegram/telegram_channel.ts";
-import { SignalChannel } from "../channels/signal/signal_channel.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -23,6 +21,33 @@ interface Running {
   channel: { stop(options?: { cancel?: boolean }): Promise<void> };
   /** Settles once it started (or failed to). */
   started: Promise<void>;
+}
+
+/** A channel's `stop`, which waits for its module to load first. */
+type Stoppable = Running["channel"];
+
+/**
+ * A channel whose module is imported only when it is configured: grammy alone costs the gateway
+ * ~8 MB of RSS at idle (docs/performance.md, session 12), which nobody without Telegram should pay.
+ * `start` runs once the module loaded; `stop` waits for it (a channel stopped while loading stops
+ * once it exists, before it started). A module that fails to load is reported as a failed start.
+ */
+function lazyChannel<C extends Stoppable>(
+  load: () => Promise<C>,
+  start: (channel: C) => Promise<void>,
+  loadFailed: (error: unknown) => void,
+): Omit<Running, "key"> {
+  const loaded = load();
+  let stopped = false;
+  const channel: Stoppable = {
+    stop: async (options) => {
+      stopped = true;
+      // One that never loaded has nothing to stop (its failure was reported as a failed start).
+      await (await loaded.catch(() => null))?.stop(options);
+    },
+  };
+  const started = loaded.then((c) => stopped ? undefined : start(c), loadFailed);
+  return { channel, started };
 }
 
 /** What the channels need from `coop start`. */
@@ -110,17 +135,20 @@ export class MessengerChannels {
             );
             return null;
           }
-          const channel = new TelegramChannel({
-            token,
-            apiRoot: telegram.api_base_url,
-            db,
-            handle,
-          });
-          const started = channel.start().then(
-            (bot) => say(`telegram channel: @${bot.username} (bot id ${bot.id})`),
-            (error) => this.#failed("telegram", error, `check ${tokenEnv} (channels.telegram)`),
+          const failed = (error: unknown) =>
+            this.#failed("telegram", error, `check ${tokenEnv} (channels.telegram)`);
+          return lazyChannel(
+            async () => {
+              const { TelegramChannel } = await import("../channels/telegram/telegram_channel.ts");
+              return new TelegramChannel({ token, apiRoot: telegram.api_base_url, db, handle });
+            },
+            (channel) =>
+              channel.start().then(
+                (bot) => say(`telegram channel: @${bot.username} (bot id ${bot.id})`),
+                failed,
+              ),
+            failed,
           );
-          return { channel, started };
         },
       });
     }
@@ -129,17 +157,24 @@ export class MessengerChannels {
       wanted.set("signal", {
         key: JSON.stringify([signal.account, signal.rpc_url]),
         run: () => {
-          const channel = new SignalChannel({
-            account: signal.account,
-            rpcUrl: signal.rpc_url,
-            db,
-            handle,
-          });
-          const started = channel.start().then(
-            () => say(`signal channel: ${signal.account} via ${signal.rpc_url}`),
-            (error) => this.#failed("signal", error, "check channels.signal"),
+          const failed = (error: unknown) => this.#failed("signal", error, "check channels.signal");
+          return lazyChannel(
+            async () => {
+              const { SignalChannel } = await import("../channels/signal/signal_channel.ts");
+              return new SignalChannel({
+                account: signal.account,
+                rpcUrl: signal.rpc_url,
+                db,
+                handle,
+              });
+            },
+            (channel) =>
+              channel.start().then(
+                () => say(`signal channel: ${signal.account} via ${signal.rpc_url}`),
+                failed,
+              ),
+            failed,
           );
-          return { channel, started };
         },
       });
     }

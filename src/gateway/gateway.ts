@@ -112,7 +112,7 @@ export class Gateway {
     // Group commit: a turn's messages are committed without an fsync and the turn awaits one
     // shared fsync of the WAL, off the event loop, before its reply leaves (docs/sessions.md).
     const location = db.location();
-    this.#wal = location ? new WalFlusher(location, { syncData: deps.walSync }) : undefined;
+    this.#wal = location ? new WalFlusher(location, { syncData: deps.walSync, db }) : undefined;
     this.sessions = new SessionStore(db, undefined, this.#wal);
     this.pairing = new PairingStore(db);
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);

@@ -6,16 +6,20 @@
  * Why a worker and not async file calls: Deno runs each async file call on its blocking thread
  * pool, which grows with concurrency and lingers, and `Deno.readDir` still hands the whole
  * listing to the event loop at once. A worker does the synchronous calls on its own thread and
- * sends back only the result. Two long-lived workers are kept (node:worker_threads, which Deno
- * and Node both have), unreferenced while idle so they never keep a process alive; starting one
+ * sends back only the result. One long-lived worker is kept (node:worker_threads, which Deno
+ * and Node both have), unreferenced while idle so it never keeps a process alive; starting one
  * costs about 50 ms, once.
  * @module
  */
 import process from "node:process";
 import { Worker } from "node:worker_threads";
 
-/** How many scans may run at once (the machine's cores are for the sandboxes too). */
-const POOL_SIZE = 2;
+/**
+ * How many scans may run at once (the machine's cores are for the sandboxes too). One: each worker
+ * is a whole V8 isolate, ~18 MB of the gateway's RSS whether it scans or not (docs/performance.md,
+ * session 12), and scans of large workspaces are rare next to turns; they queue behind each other.
+ */
+const POOL_SIZE = 1;
 
 interface Pending {
   resolve: (value: unknown) => void;

@@ -4,7 +4,7 @@
  * the same database (WAL): an approval made by the CLI is read by the gateway's next message.
  * @module
  */
-import type { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { CoopError } from "../errors/coop_error.ts";
 import { isTrustLevel, type TrustLevel } from "../trust/trust_level.ts";
 import { formatPairingCode, hashPairingCode, normalizePairingCode } from "./pairing_code.ts";
@@ -251,12 +251,16 @@ export class PairingStore {
     });
   }
 
+  /** `people()`'s query, prepared once: every turn's routing reads it (pairing_approval.ts). */
+  #peopleQuery?: StatementSync;
+
   /** Everyone approved, by name. */
   people(): PairedPerson[] {
-    const rows = this.#db.prepare(
+    this.#peopleQuery ??= this.#db.prepare(
       `SELECT name, trust, channel, sender, aliases, sender_name, approved_at
        FROM paired_people ORDER BY name`,
-    ).all() as unknown as PersonRow[];
+    );
+    const rows = this.#peopleQuery.all() as unknown as PersonRow[];
     return rows.map(toPerson);
   }
 

@@ -13,6 +13,33 @@
  * @module
  */
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
+import type { DatabaseSync } from "node:sqlite";
+import { getLogger } from "@logtape/logtape";
+import { errorMessage } from "../errors/coop_error.ts";
+import { runOffLoop } from "../sandbox/off_loop.ts";
+import type { CheckpointResult } from "./wal_checkpoint.ts";
+
+const log = getLogger(["coop", "state"]);
+
+/** Checkpoints the WAL of the database at a path, off the event loop (`wal_checkpoint.ts`). */
+export type Checkpoint = (databasePath: string) => Promise<CheckpointResult>;
+
+const checkpointOffLoop: Checkpoint = (path) =>
+  runOffLoop<CheckpointResult>(new URL("./wal_checkpoint.ts", import.meta.url), "checkpointWal", [
+    path,
+  ]);
+
+/**
+ * Commits between checkpoints on the worker: a few pages each, so about SQLite's own default
+ * (1,000 pages) of WAL between them.
+ */
+export const CHECKPOINT_EVERY_COMMITS = 250;
+
+/**
+ * The connection's own automatic checkpoint stays as a safety net, far beyond the worker's
+ * (≈ 40 MB of WAL): it runs only when checkpoints on the worker keep failing.
+ */
+const SAFETY_NET_PAGES = 10_000;
 
 /** Syncs a file's data to disk; injectable so tests can hold an fsync open and count them. */
 export type SyncData = (fd: number) => Promise<void>;
@@ -42,14 +69,65 @@ export class WalFlusher {
   #running: Promise<void> | null = null;
   #fd: number | null = null;
 
-  constructor(databasePath: string, options: { syncData?: SyncData } = {}) {
+  readonly #databasePath: string;
+  readonly #checkpoint: Checkpoint | null;
+  #checkpointing = false;
+  #commitsAtCheckpoint = 0;
+
+  /**
+   * With `db` (the connection that commits), checkpoints move off the event loop: its automatic
+   * checkpoint is pushed back to a safety net and every `CHECKPOINT_EVERY_COMMITS` commits one
+   * runs on the off-loop worker (`checkpoint`, injectable for tests).
+   */
+  constructor(
+    databasePath: string,
+    options: { syncData?: SyncData; db?: DatabaseSync; checkpoint?: Checkpoint } = {},
+  ) {
+    this.#databasePath = databasePath;
     this.#walPath = `${databasePath}-wal`;
     this.#syncData = options.syncData ?? syncData;
+    this.#checkpoint = options.db ? options.checkpoint ?? checkpointOffLoop : null;
+    options.db?.exec(`PRAGMA wal_autocheckpoint = ${SAFETY_NET_PAGES}`);
   }
 
   /** Counts a commit made without an fsync; the next `flush()` waits for one that covers it. */
   committed(): void {
     this.#committed++;
+    if (
+      this.#checkpoint && !this.#checkpointing &&
+      this.#committed - this.#commitsAtCheckpoint >= CHECKPOINT_EVERY_COMMITS
+    ) {
+      this.#checkpointInBackground(this.#checkpoint);
+    }
+  }
+
+  /** How many checkpoints finished on the worker (tests count them). */
+  checkpoints = 0;
+  /** What the last checkpoint on the worker did (tests). */
+  lastCheckpoint: CheckpointResult | null = null;
+
+  /** Resolves once no checkpoint is running (tests; `close` need not wait for one). */
+  async checkpointsSettled(): Promise<void> {
+    while (this.#checkpointing) await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+
+  #checkpointInBackground(checkpoint: Checkpoint): void {
+    this.#checkpointing = true;
+    this.#commitsAtCheckpoint = this.#committed;
+    checkpoint(this.#databasePath).then(
+      (result) => {
+        this.checkpoints++;
+        this.lastCheckpoint = result;
+      },
+      (error) => {
+        // Not fatal: the connection's own checkpoint (SAFETY_NET_PAGES) still bounds the WAL.
+        log.warning("state.checkpoint_failed {reason}", {
+          event: "state.checkpoint_failed",
+          database: this.#databasePath,
+          reason: errorMessage(error),
+        });
+      },
+    ).finally(() => this.#checkpointing = false);
   }
 
   /** How many fsyncs have finished (tests and benchmarks count them). */

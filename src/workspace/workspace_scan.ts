@@ -15,7 +15,8 @@
  */
 import fs from "node:fs";
 import { basename } from "node:path";
-import { DEFAULT_SCAN_LIMIT, runOffLoop, warmOffLoop } from "../sandbox/mod.ts";
+import { DEFAULT_SCAN_LIMIT } from "../sandbox/protected_paths.ts";
+import { runOffLoop, warmOffLoop } from "../sandbox/off_loop.ts";
 import { listDirBounded } from "../sandbox/dir_list.ts";
 import { loadTrampoline } from "../sandbox/ffi.ts";
 import { type DirEntry, DirHandle, DISABLED_SUFFIX, errnoCode } from "./dir_handle.ts";

@@ -76,6 +76,11 @@ export interface GatewayProcessOptions {
   fileLimit?: number;
   /** Close our end of its stderr once it listens, so its later writes there fail with EPIPE. */
   closeStderrWhenListening?: boolean;
+  /**
+   * Run another checkout's CLI (its `src/cli/main.ts`, with its `deno.json`) and/or with these
+   * flags before the script: the load benchmark's A/B comparisons. Default: this checkout's.
+   */
+  runtime?: { checkout?: string; denoFlags?: string[] };
 }
 
 /** Starts `coop start --config` and waits until it prints its HTTP address. */
@@ -84,7 +89,21 @@ export async function startGateway(
   env: Record<string, string> = {},
   options: GatewayProcessOptions = {},
 ): Promise<GatewayProcess> {
-  const argv = coopArgv("start", "--config", home.config);
+  const { checkout, denoFlags = [] } = options.runtime ?? {};
+  const argv = options.runtime
+    ? [
+      Deno.execPath(),
+      "run",
+      "--allow-all",
+      "--no-prompt",
+      ...(checkout ? ["--config", join(checkout, "deno.json")] : []),
+      ...denoFlags,
+      checkout ? join(checkout, "src/cli/main.ts") : MAIN,
+      "start",
+      "--config",
+      home.config,
+    ]
+    : coopArgv("start", "--config", home.config);
   const [cmd, ...args] = options.fileLimit === undefined
     ? argv
     : ["sh", "-c", `ulimit -n ${options.fileLimit} && exec "$@"`, "sh", ...argv];

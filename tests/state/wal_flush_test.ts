@@ -2,7 +2,8 @@
 import { fdatasync, fstatSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { type SyncData, WalFlusher } from "../../src/state/wal_flush.ts";
+import { CHECKPOINT_EVERY_COMMITS, type SyncData, WalFlusher } from "../../src/state/wal_flush.ts";
+import { checkpointWal } from "../../src/state/wal_checkpoint.ts";
 import { assertEquals } from "../assert.ts";
 
 async function withWalDb(fn: (db: DatabaseSync, path: string) => Promise<void>): Promise<void> {
@@ -84,5 +85,65 @@ Deno.test("wal flush: a WAL replaced after all connections closed is reopened", 
       wal.close();
       again.close();
     }
+  });
+});
+
+Deno.test("wal flush: with the connection, checkpoints run off the loop every so many commits", async () => {
+  await withWalDb(async (db, path) => {
+    const asked: string[] = [];
+    let finish = () => {};
+    const wal = new WalFlusher(path, {
+      db,
+      checkpoint: (p) => {
+        asked.push(p);
+        return new Promise((resolve) =>
+          finish = () => resolve({ logFrames: 0, checkpointedFrames: 0 })
+        );
+      },
+    });
+    const pages = db.prepare("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number };
+    assertEquals(pages.wal_autocheckpoint, 10_000, "the connection's own is only a safety net");
+    for (let i = 1; i < CHECKPOINT_EVERY_COMMITS; i++) wal.committed();
+    assertEquals(asked, [], "not before the count");
+    wal.committed();
+    assertEquals(asked, [path]);
+    for (let i = 0; i < 2 * CHECKPOINT_EVERY_COMMITS; i++) wal.committed();
+    assertEquals(asked.length, 1, "one at a time");
+    finish();
+    await wal.checkpointsSettled();
+    assertEquals(wal.checkpoints, 1);
+    wal.committed();
+    assertEquals(asked.length, 2, "the commits made meanwhile start the next one");
+    finish();
+    await wal.checkpointsSettled();
+    wal.close();
+  });
+});
+
+Deno.test("wal flush: the worker's checkpoint copies the WAL while the connection stays open", async () => {
+  await withWalDb(async (db, path) => {
+    const wal = new WalFlusher(path, { db });
+    for (let i = 0; i < CHECKPOINT_EVERY_COMMITS; i++) {
+      db.exec(`INSERT INTO t VALUES (${i})`);
+      wal.committed();
+    }
+    await wal.checkpointsSettled();
+    assertEquals(wal.checkpoints, 1);
+    // Every frame the worker's connection saw was copied into the database file.
+    const done = wal.lastCheckpoint!;
+    assertEquals(done.logFrames >= CHECKPOINT_EVERY_COMMITS, true, `${done.logFrames} frames`);
+    assertEquals(done.checkpointedFrames, done.logFrames);
+    // The next commit starts the WAL over: it was all in the database.
+    db.exec("INSERT INTO t VALUES (-1)");
+    const after = checkpointWal(path);
+    assertEquals(after.logFrames < done.logFrames, true, `${after.logFrames} frames after`);
+    const reader = new DatabaseSync(path, { readOnly: true });
+    try {
+      const { n } = reader.prepare("SELECT COUNT(*) AS n FROM t").get() as { n: number };
+      assertEquals(n, CHECKPOINT_EVERY_COMMITS + 1);
+    } finally {
+      reader.close();
+    }
+    wal.close();
   });
 });
