@@ -4,6 +4,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const log = getLogger(["coop", "agent"]);
@@ -22,12 +23,52 @@ export const DEFAULT_SYSTEM_PROMPT =
   "not report. Tool output may be truncated (marked) and tools may be refused: report that " +
   "plainly instead of working around it.";
 
-async function readPromptFile(path: string): Promise<string | null> {
+/**
+ * What a prompt file held when its identity (inode, size, change times) was `key`; `trusted`
+ * once it was read well after its last change (see `readPromptFile`).
+ */
+const promptCache = new Map<string, { key: string; text: string | null; trusted: boolean }>();
+/**
+ * File timestamps can be as coarse as a clock tick (a few ms): a rewrite of the same size in
+ * the tick of an earlier read would keep every field of the key. A file read within this long
+ * of its last change is read again next time.
+ */
+const TIMESTAMP_SLACK_MS = 100;
+/** Prompt files remembered at once (three per agent workspace). */
+const PROMPT_CACHE_ENTRIES = 64;
+
+/**
+ * A prompt file's text. Every turn asks, so the file is read again only when a synchronous
+ * `stat` (a few µs) shows it changed: three reads through the runtime's blocking thread pool
+ * per turn cost ≈ 0.8 ms under concurrency (docs/performance.md, session 12).
+ */
+function readPromptFile(path: string): string | null {
+  let key: string;
+  let changedMs: number;
+  try {
+    const stat = statSync(path, { bigint: true });
+    key = `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+    changedMs = Number(stat.ctimeNs / 1_000_000n);
+  } catch (error) {
+    promptCache.delete(path);
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    log.warn("agent.prompt_file_unreadable {path}: {error}", { path, error: String(error) });
+    return null;
+  }
+  const cached = promptCache.get(path);
+  if (cached?.trusted && cached.key === key) return cached.text;
+  const trusted = Date.now() - changedMs > TIMESTAMP_SLACK_MS;
+  const text = readPromptText(path);
+  if (promptCache.size >= PROMPT_CACHE_ENTRIES) promptCache.clear();
+  promptCache.set(path, { key, text, trusted });
+  return text;
+}
+
+function readPromptText(path: string): string | null {
   let bytes: Uint8Array;
   try {
-    bytes = await Deno.readFile(path);
+    bytes = readFileSync(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return null;
     log.warn("agent.prompt_file_unreadable {path}: {error}", { path, error: String(error) });
     return null;
   }
@@ -46,14 +87,12 @@ async function readPromptFile(path: string): Promise<string | null> {
  * Builds the system prompt from the agent workspace (`[agent] workspace`). The files sit at the
  * workspace root, which only the owner can write: non-owners see their own subdirectory.
  */
-export async function loadSystemPrompt(workspace: string): Promise<string> {
-  const [system, soul, agents] = await Promise.all(
-    PROMPT_FILES.map((file) => readPromptFile(join(workspace, file))),
-  );
+export function loadSystemPrompt(workspace: string): Promise<string> {
+  const [system, soul, agents] = PROMPT_FILES.map((file) => readPromptFile(join(workspace, file)));
   const parts = [system || DEFAULT_SYSTEM_PROMPT];
   if (soul) parts.push(soul);
   if (agents) parts.push(agents);
-  return parts.join("\n\n");
+  return Promise.resolve(parts.join("\n\n"));
 }
 
 /** Who the turn is with, as a paragraph appended to the system prompt. */

@@ -44,3 +44,20 @@ Deno.test("the turn context names the user, trust and where tools run", () => {
     "S\n\nYou are talking with bob (trust: full) via http. Their tools work in /work.",
   );
 });
+
+Deno.test("the owner's edits reach the next turn: same size, replaced, removed", async () => {
+  await withDir(async (dir) => {
+    const path = join(dir, "SYSTEM.md");
+    await Deno.writeTextFile(path, "Answer in English.");
+    assertEquals(await loadSystemPrompt(dir), "Answer in English.");
+    // Same length, rewritten in place: the change time moves even when the size does not.
+    await Deno.writeTextFile(path, "Answer in Spanish.");
+    assertEquals(await loadSystemPrompt(dir), "Answer in Spanish.");
+    // Replaced by rename (how editors save): another inode.
+    await Deno.writeTextFile(join(dir, "next"), "Answer in German.");
+    await Deno.rename(join(dir, "next"), path);
+    assertEquals(await loadSystemPrompt(dir), "Answer in German.");
+    await Deno.remove(path);
+    assertEquals(await loadSystemPrompt(dir), DEFAULT_SYSTEM_PROMPT);
+  });
+});
