@@ -4,21 +4,15 @@
  * @module
  */
 import type { SessionKey } from "../state/session_store.ts";
+import { SerialQueue } from "../sandbox/serial_queue.ts";
 
 /** The last step queued per session; steps of one session run in the order they were queued. */
 export class SessionQueue {
-  readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #queue = new SerialQueue();
 
   /** Runs `step` once the session's previous step is done (no key: at once, queued nowhere). */
   after<T>(key: SessionKey | undefined, step: () => Promise<T>): Promise<T> {
     const tail = key === undefined ? undefined : [key.channel, key.user, key.session].join("\0");
-    const previous = tail === undefined ? undefined : this.#tails.get(tail);
-    const next = (previous ? previous.then(step, step) : Promise.resolve().then(step)).finally(
-      () => {
-        if (tail !== undefined && this.#tails.get(tail) === next) this.#tails.delete(tail);
-      },
-    );
-    if (tail !== undefined) this.#tails.set(tail, next);
-    return next;
+    return this.#queue.after(tail, step);
   }
 }

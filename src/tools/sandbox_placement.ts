@@ -20,7 +20,8 @@ import {
   ToolError,
 } from "./tool_contract.ts";
 import { MAX_CAPTURE_BYTES } from "./truncation.ts";
-import type { SessionKey, SessionSandboxes } from "./session_sandboxes.ts";
+import { type SessionKey, type SessionSandboxes, upperOf } from "./session_sandboxes.ts";
+import { SerialQueue } from "../sandbox/serial_queue.ts";
 import { loadEnvironment } from "../environments/environment_state.ts";
 import { environmentMounts } from "../environments/environment_mounts.ts";
 import { warnIfStale, withEnvironment } from "./environment_policy.ts";
@@ -96,6 +97,7 @@ export class SandboxPlacement {
   readonly #gate: () => Promise<string | null>;
   #gateResult: Promise<string | null> | undefined;
   readonly #sessions: SessionSandboxes | undefined;
+  readonly #uppers = new SerialQueue();
 
   /**
    * `sandbox` runs the command (default: the library's `exec`); `gate` may refuse them all;
@@ -177,7 +179,12 @@ export class SandboxPlacement {
           ...options,
           idleTimeoutMs: settings.idleTimeoutMs,
         })
-        : await this.#sandbox(policy, [...argv], options);
+        // One sandbox at a time on an upper layer: overlayfs gives undefined results when one
+        // upper directory is mounted twice at once (a person's concurrent turns wait here).
+        : await this.#uppers.after(
+          upperOf(policy),
+          () => this.#sandbox(policy, [...argv], options),
+        );
     } catch (error) {
       const reason = errorMessage(error);
       throw new ToolError(

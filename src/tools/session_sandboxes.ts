@@ -32,10 +32,19 @@ export type SessionStarter = (policy: SandboxPolicyInput) => Promise<SessionSand
 
 interface Entry {
   id: string;
+  key: SessionKey;
+  /** The overlay upper directory it mounts, if any. */
+  upper?: string;
   policyKey: string;
   sandbox: Promise<SessionSandbox>;
   idle?: ReturnType<typeof setTimeout>;
   running: number;
+}
+
+/** The overlay upper directory a policy mounts read-write, if any. */
+export function upperOf(policy: SandboxPolicyInput): string | undefined {
+  const rootfs = policy.rootfs;
+  return rootfs && "upper" in rootfs ? rootfs.upper : undefined;
 }
 
 function keyOf(key: SessionKey): string {
@@ -102,9 +111,23 @@ export class SessionSandboxes {
       const again = this.#entries.get(k);
       if (again && again.policyKey === policyKey) return again;
     }
+    // An upper layer is mounted by one sandbox at a time (overlayfs: two mounts of one upper
+    // give undefined results): another session's live sandbox on it (the same person, in
+    // another chat) is stopped first, background processes and all.
+    const upper = upperOf(policy);
+    for (const other of [...this.#entries.values()]) {
+      if (upper !== undefined && other.upper === upper && keyOf(other.key) !== k) {
+        log.info("sandbox.session.displaced {user} {id}: its upper layer is needed by {session}", {
+          user: other.key.user,
+          id: other.id,
+          session: `${key.channel}:${key.session}`,
+        });
+        await this.stop(other.key);
+      }
+    }
     const id = randomBytes(4).toString("hex");
     const sandbox = this.#start(policy);
-    const entry: Entry = { id, policyKey, sandbox, running: 0 };
+    const entry: Entry = { id, key, upper, policyKey, sandbox, running: 0 };
     this.#entries.set(k, entry);
     sandbox.then((live) => {
       writeLiveSandbox(this.#stateDir, {

@@ -91,3 +91,38 @@ sandboxTest("a stale file (its init gone) is ignored and removed", async () => {
     await Deno.remove(state, { recursive: true });
   }
 });
+
+sandboxTest(
+  "one live sandbox per upper layer: another session of that person displaces it",
+  async () => {
+    await withWorkspace(async (workspace) => {
+      const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+      const layers = await Deno.makeTempDir({ prefix: "coop-session-upper-" });
+      await Deno.chmod(layers, 0o711); // a root invoker's sandbox uid must reach the upper
+      const sessions = new SessionSandboxes(state);
+      try {
+        const rootfs = { lower: "host", upper: `${layers}/upper`, work: `${layers}/work` };
+        const policy = { workspace, network: "none" as const, rootfs };
+        const options = { idleTimeoutMs: 60_000 };
+        await sessions.exec(key, policy, ["sh", "-c", "sleep 1000 &"], options);
+        const [first] = listLiveSandboxes(state);
+        const other = { ...key, session: "s2" };
+        const result = await sessions.exec(other, policy, ["pgrep", "-x", "sleep"], options);
+        assertEquals(result.exitCode, 1, "s2 has its own sandbox");
+        assert(ended(first.pid), "s1's sandbox, on the same upper, was stopped first");
+        assertEquals(listLiveSandboxes(state).map((s) => s.session), ["http:s2"]);
+        // Another upper (another person) is not displaced.
+        const carol = {
+          ...policy,
+          rootfs: { ...rootfs, upper: `${layers}/c-up`, work: `${layers}/c-wk` },
+        };
+        await sessions.exec({ ...key, user: "carol" }, carol, ["true"], options);
+        assertEquals(listLiveSandboxes(state).length, 2);
+      } finally {
+        await sessions.stopAll();
+        await Deno.remove(state, { recursive: true });
+        await Deno.remove(layers, { recursive: true }).catch(() => {});
+      }
+    });
+  },
+);
