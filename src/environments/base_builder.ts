@@ -5,6 +5,7 @@
  * @module
  */
 import {
+  chmodSync,
   chownSync,
   existsSync,
   lstatSync,
@@ -96,10 +97,18 @@ export function treeSize(dir: string): number {
   return total;
 }
 
-/** Creates the state directory's environment folders 0700 (no other local user reaches an upper). */
-function prepareRoot(paths: EnvironmentPaths): void {
-  mkdirSync(join(paths.root, ".."), { recursive: true, mode: 0o700 });
-  mkdirSync(paths.root, { recursive: true, mode: 0o700 });
+/**
+ * Creates `<state_dir>/environments/<id>/`: 0700 when the sandbox's root is the invoker; when
+ * it is another uid (root invokers), 0711, so that uid can pass through to the base (which is
+ * its own, 0700) without listing anything — the sandbox library checks every directory on the
+ * way. No other local user gets further than a name it already knows.
+ */
+function prepareRoot(paths: EnvironmentPaths, owner: { uid: number } | undefined): void {
+  const mode = owner && owner.uid !== Deno.uid() ? 0o711 : 0o700;
+  for (const dir of [join(paths.root, ".."), paths.root]) {
+    mkdirSync(dir, { recursive: true, mode });
+    chmodSync(dir, mode);
+  }
 }
 
 /** A crash between the two renames leaves `base.old`: put it back, or drop it when superseded. */
@@ -135,7 +144,8 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
   const paths = environmentPaths(options.stateDir, options.coopfilePath);
   const hash = coopfileHash(coopfile);
   const noneSkipped = { devices: 0, fifos: 0, setIdBits: 0 };
-  prepareRoot(paths);
+  const owner = options.owner ?? baseOwner();
+  prepareRoot(paths, owner);
   recoverReplace(paths);
   const current = readBaseManifest(paths.manifest);
   const present = coopfile.base.kind === "host" || existsSync(paths.rootfs);
@@ -151,7 +161,6 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
   }
   const started = performance.now();
   let step: BuildStep = "fetch";
-  const owner = options.owner ?? baseOwner();
   const rootfs = join(paths.next, "rootfs");
   const scratch = join(paths.next, "scratch");
   let skipped: UnpackSkipped = noneSkipped;
@@ -159,6 +168,7 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
     if (coopfile.base.kind === "host") checkHostRecipe(coopfile, options.coopfilePath);
     rmSync(paths.next, { recursive: true, force: true });
     mkdirSync(paths.next, { mode: 0o700 });
+    if (owner) chownSync(paths.next, owner.uid, owner.gid);
     const base = coopfile.base;
     if (base.kind === "debian") {
       skipped = await buildDebianBase(

@@ -1,6 +1,15 @@
 // Issue 14, item 2: `coop init` / `coop rebuild` from the command line — OCI images from a
 // local rootfs always; `debian:bookworm` with a package when mmdebstrap and the mirror are here.
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
@@ -14,9 +23,13 @@ import {
   mmdebstrapMode,
 } from "../../src/environments/debian_base.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
+import { exec } from "../../src/sandbox/mod.ts";
+import { SANDBOX_TESTS } from "../sandbox/harness.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "coop-init-"));
+  // As a state directory must be for a root invoker: searchable by the sandbox's host uid.
+  chmodSync(dir, 0o711);
   try {
     await fn(dir);
   } finally {
@@ -168,11 +181,15 @@ if (debianWhyNot) console.log(`skipping the debian:bookworm build: ${debianWhyNo
 Deno.test({
   name: 'coop init of image = "debian:bookworm" with one package builds a base that contains it',
   ignore: debianWhyNot !== null,
+  // The sandbox library's own sockets and SIGCHLD listener (see tests/sandbox/harness.ts).
+  sanitizeResources: false,
+  sanitizeOps: false,
   async fn() {
     await withDir(async (dir) => {
       const { config, coopfile } = project(
         dir,
-        `[base]\nimage = "debian:bookworm"\n[packages]\ninstall = ["jq"]\n`,
+        `[base]\nimage = "debian:bookworm"\n[packages]\ninstall = ["jq"]\n` +
+          `[setup]\nrun = ["jq --version > /etc/jq-version"]\n`,
       );
       const result = await coop(["init", "--config", config]);
       assertEquals(result.code, 0, result.stderr.slice(-3000));
@@ -199,6 +216,16 @@ Deno.test({
       }
       assertEquals(lstatSync(join(paths.rootfs, "usr/bin/su")).mode & 0o6000, 0, "no set-uid");
       assert(!existsSync(join(paths.rootfs, "dev/null")), "no device nodes");
+      assertMatch(readFileSync(join(paths.rootfs, "etc/jq-version"), "utf8"), /^jq-1\.6/);
+      if (!SANDBOX_TESTS) return;
+      // In a sandbox over the base: jq runs, and the base's files are root's.
+      mkdirSync(join(dir, "work"));
+      const r = await exec({
+        workspace: join(dir, "work"),
+        rootfs: { lower: paths.rootfs, upper: join(dir, "u/upper"), work: join(dir, "u/work") },
+      }, ["/bin/sh", "-c", "echo '{\"a\":7}' | jq .a && stat -c %u:%g / /usr/bin/jq /etc/passwd"]);
+      assertEquals(r.stderr, "");
+      assertEquals(r.stdout, "7\n0:0\n0:0\n0:0\n");
     });
   },
 });
