@@ -10,6 +10,7 @@ import {
 } from "../workspace/autoexec_files.ts";
 import { type CoopConfig, loadConfig } from "../config/config.ts";
 import { checkConfig } from "../config/config_check.ts";
+import { checkEnvironments } from "../environments/check_environments.ts";
 import {
   type ConfigDiagnostic,
   ConfigError,
@@ -150,7 +151,7 @@ export async function runCheck(
     report.errors.push(...error.diagnostics);
   }
   if (config) {
-    for (const d of checkConfig(config, deps.env)) {
+    for (const d of [...checkConfig(config, deps.env), ...checkEnvironments(config)]) {
       (d.severity === "error" ? report.errors : report.warnings).push(d);
     }
     report.autoexec = await autoexecInSandboxWorkspaces(config);

@@ -3,6 +3,7 @@
  * here, with file and key), measure the sandbox for the banner, open the state database.
  * @module
  */
+import { checkEnvironments } from "../environments/check_environments.ts";
 import type { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
@@ -76,7 +77,7 @@ export async function startGateway(
     );
     return 1;
   }
-  const diagnostics = checkConfig(config);
+  const diagnostics = [...checkConfig(config), ...checkEnvironments(config)];
   for (const d of diagnostics) write(`${d.severity}: ${formatDiagnostic(file, d)}\n`);
   if (diagnostics.some((d) => d.severity === "error")) {
     write(`coop: ${file} has errors; nothing was started\n`);

@@ -30,6 +30,8 @@ import { DEFAULT_MEMORY_BYTES, DEFAULT_PIDS_LIMIT } from "../config/sandbox_sett
 import { callerPath } from "./caller_path.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
+import { sandboxCleanCommand, sandboxResetCommand } from "./sandbox_reset_command.ts";
+import { renderEnvironments, statusEnvironments } from "./sandbox_environments_status.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
 export const EXIT_TIMEOUT = 124;
@@ -85,14 +87,19 @@ function renderLastSelfTest(last: SelfTestResult | undefined): string {
 }
 
 async function statusCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { json: { type: "boolean" } }, strict: true });
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: "boolean" }, config: { type: "string" } },
+    strict: true,
+  });
   await cgroupHostWithDelegation();
   const report = await probe();
   const last = await lastSelfTest();
+  const environments = await statusEnvironments(values.config);
   print(
     values.json
-      ? JSON.stringify({ ...report, lastSelfTest: last ?? null }, null, 2) + "\n"
-      : renderStatus(report) + renderLastSelfTest(last),
+      ? JSON.stringify({ ...report, lastSelfTest: last ?? null, environments }, null, 2) + "\n"
+      : renderStatus(report) + renderLastSelfTest(last) + renderEnvironments(environments),
   );
   return report.available ? 0 : 1;
 }
@@ -332,7 +339,11 @@ export function sandboxCommand(args: string[]): Promise<number> {
   if (sub === "status") return statusCommand(rest);
   if (sub === "exec") return execCommand(rest);
   if (sub === "test") return testCommand(rest);
+  if (sub === "reset") return sandboxResetCommand(rest);
+  if (sub === "clean") return sandboxCleanCommand(rest);
   throw new UsageError(
-    sub ? `unknown sandbox command "${sub}"` : "sandbox needs a command: status, test, exec",
+    sub
+      ? `unknown sandbox command "${sub}"`
+      : "sandbox needs a command: status, test, exec, reset, clean",
   );
 }

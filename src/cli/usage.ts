@@ -13,7 +13,9 @@ export const USAGE = `Usage:
   coop init    [--config FILE] [--coopfile PATH] [--image IMG] [--package P]... [--json]
   coop rebuild [same options]                 build environments' base layers (init skips unchanged)
   coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
-  coop sandbox status [--json]
+  coop sandbox status [--config FILE] [--json]
+  coop sandbox reset --user NAME [--persist] [--config FILE] [--json]
+  coop sandbox clean [--config FILE] [--json]
   coop sandbox test   [--json]
   coop sandbox exec [--workspace DIR] [--network none|host|proxy|public] [--allow-domain HOST[:PORT]]...
                     [--memory SIZE] [--pids N] [--disk-quota SIZE] [--inode-quota N]

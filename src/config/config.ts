@@ -164,7 +164,7 @@ export function parseConfig(
       name: u.name,
       trust: u.trust,
       match: u.match,
-      sandbox: overridesFromRaw(u.sandbox),
+      sandbox: overridesFromRaw(u.sandbox, baseDir),
       ...(u.max_concurrent_turns === undefined
         ? {}
         : { maxConcurrentTurns: u.max_concurrent_turns }),
@@ -180,7 +180,7 @@ export function parseConfig(
     sandbox: {
       enabled,
       workspaceScope: workspace_scope,
-      defaults: globalSandboxSettings(globalOverrides),
+      defaults: globalSandboxSettings(globalOverrides, baseDir),
     },
     cron: raw.cron.map((c) => ({
       name: c.name,
@@ -188,7 +188,7 @@ export function parseConfig(
       user: c.user,
       message: c.message,
       replyTo: c.reply_to === "log" ? { kind: "log" } : { kind: "http", url: c.reply_to },
-      sandbox: overridesFromRaw(c.sandbox),
+      sandbox: overridesFromRaw(c.sandbox, baseDir),
     })),
     pairing: {
       enabled: raw.pairing.enabled,

@@ -73,6 +73,8 @@ const sandboxOverrideShape = {
   ).optional(),
   workspace_scan_limit: z.number().int("must be a whole number").min(1000, "must be at least 1000")
     .max(100_000_000, "must be at most 100000000").optional(),
+  /** A Coopfile's path (relative to coop.toml): the environment (docs/environments.md). */
+  environment: z.string().min(1, "must be the path of a Coopfile").optional(),
 };
 
 /** Per-user or per-cron-job sandbox overrides. */

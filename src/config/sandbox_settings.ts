@@ -2,6 +2,7 @@
  * Sandbox settings: the global `[sandbox]` table merged with a user's or cron job's overrides.
  * @module
  */
+import { resolve } from "node:path";
 import { DEFAULT_SCAN_LIMIT, type SandboxPolicyInput } from "../sandbox/mod.ts";
 import type { RawSandboxOverrides } from "./config_schema.ts";
 import { networkOfAllowNetwork } from "./allow_network_alias.ts";
@@ -53,10 +54,15 @@ export interface SandboxSettings {
   protectedNames: readonly string[];
   /** Most directory entries a workspace scan reads before and after a call (ATTACKS R12). */
   scanLimit: number;
+  /** The environment's Coopfile, absolute (docs/environments.md); unset: the host's root. */
+  environment?: string;
 }
 
 /** Converts a parsed override table into the fields it sets. */
-export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<SandboxSettings> {
+export function overridesFromRaw(
+  raw: RawSandboxOverrides | undefined,
+  baseDir: string = "/",
+): Partial<SandboxSettings> {
   if (!raw) return {};
   const out: Partial<SandboxSettings> = {};
   if (raw.network !== undefined) out.network = raw.network;
@@ -79,11 +85,15 @@ export function overridesFromRaw(raw: RawSandboxOverrides | undefined): Partial<
   if (raw.env_passthrough !== undefined) out.envPassthrough = raw.env_passthrough;
   if (raw.protected_names !== undefined) out.protectedNames = raw.protected_names;
   if (raw.workspace_scan_limit !== undefined) out.scanLimit = raw.workspace_scan_limit;
+  if (raw.environment !== undefined) out.environment = resolve(baseDir, raw.environment);
   return out;
 }
 
 /** Returns the global settings: the `[sandbox]` table over Coop's defaults. */
-export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings {
+export function globalSandboxSettings(
+  raw: RawSandboxOverrides,
+  baseDir: string = "/",
+): SandboxSettings {
   return {
     network: "none",
     allowDomains: [],
@@ -95,7 +105,7 @@ export function globalSandboxSettings(raw: RawSandboxOverrides): SandboxSettings
     scanLimit: DEFAULT_SCAN_LIMIT,
     memoryBytes: DEFAULT_MEMORY_BYTES,
     pidsLimit: DEFAULT_PIDS_LIMIT,
-    ...overridesFromRaw(raw),
+    ...overridesFromRaw(raw, baseDir),
   };
 }
 

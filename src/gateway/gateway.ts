@@ -14,6 +14,7 @@ import type { TrustLevel } from "../trust/trust_level.ts";
 import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
 import type { IncomingMessage, OutgoingFile, TurnOutcome } from "./turn_handler.ts";
 import { allowedTools, executorTool } from "./agent_tools.ts";
+import { endEnvironmentSession } from "./environment_sessions.ts";
 import { heldSecrets } from "../config/held_secrets.ts";
 import { LeakGuard, type LeakStatus } from "./leak_guard.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
@@ -236,13 +237,18 @@ export class Gateway {
       cronJob: job,
       signal,
     });
+    // Each run is a session of its own, over once the job has answered.
+    endEnvironmentSession(this.config, user.name, { channel: "cron", id: outcome.session });
     return { reply: outcome.reply, session: outcome.session };
   };
 
   /** Forgets a session (`/clear`). */
   clearSession(channel: string, sender: string, session: string): boolean {
-    const user = sessionOwner(this.route(channel, sender), { channel, sender });
-    return this.sessions.clear({ channel, user, session });
+    const route = this.route(channel, sender);
+    const user = sessionOwner(route, { channel, sender });
+    const cleared = this.sessions.clear({ channel, user, session });
+    endEnvironmentSession(this.config, route.principal.name, { channel, id: session });
+    return cleared;
   }
 
   /** Cancels every turn in flight (killing their sandboxes) and waits for them to end. */
@@ -383,6 +389,7 @@ export class Gateway {
           taint,
           user,
           cronJob: request.cronJob,
+          session: { channel: key.channel, id: key.session },
           onSandboxSeconds: meter.addSandboxSeconds,
           files,
           leaks: this.leaks,

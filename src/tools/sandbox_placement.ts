@@ -3,7 +3,7 @@
  * policy built from their settings — or nowhere, with the reason (never on the host).
  * @module
  */
-import { errorMessage } from "../errors/coop_error.ts";
+import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import type { CoopConfig } from "../config/config.ts";
 import { gatewaySockets } from "../config/gateway_sockets.ts";
 import { type SandboxSettings, toSandboxPolicy } from "../config/sandbox_settings.ts";
@@ -20,6 +20,9 @@ import {
   ToolError,
 } from "./tool_contract.ts";
 import { MAX_CAPTURE_BYTES } from "./truncation.ts";
+import { loadEnvironment } from "../environments/environment_state.ts";
+import { environmentMounts, type EnvironmentSession } from "../environments/environment_mounts.ts";
+import { warnIfStale, withEnvironment } from "./environment_policy.ts";
 
 /** Runs a command in a sandbox; the real one is `exec` from the sandbox library. */
 export type SandboxRunner = (
@@ -40,7 +43,7 @@ export async function selfTestGate(): Promise<string | null> {
 /**
  * The policy a non-owner's command in `workspace` runs under: their merged settings, and never
  * a route to the gateway's own sockets (not even through an owner's IP-literal allowlist
- * entry). `coop explain` shows exactly this.
+ * entry). Without the user's environment; `sandboxPolicyForUser` adds it.
  */
 export function sandboxPolicyFor(
   config: CoopConfig,
@@ -48,6 +51,36 @@ export function sandboxPolicyFor(
   workspace: string,
 ): SandboxPolicyInput {
   return { ...toSandboxPolicy(settings, workspace), proxyNeverDial: gatewaySockets(config) };
+}
+
+/** Whose sandbox `sandboxPolicyForUser` builds. */
+export interface UserSandbox {
+  /** The user (principal) name: their upper layer and persist directories are theirs. */
+  user: string;
+  /** Their merged settings (`ToolExecutor.settingsFor`). */
+  settings: SandboxSettings;
+  /** The host directory mounted at `/work`. */
+  workspace: string;
+  /** The chat session the command belongs to (`COOP_SESSION`; `upper = "session"`). */
+  session?: EnvironmentSession;
+}
+
+/**
+ * THE policy of a user's sandboxed command — every tool call, `coop run` and `coop shell` use
+ * it: `sandboxPolicyFor` plus, when the user's settings name an environment, its overlay root,
+ * persist binds and variables. The owner's sandboxed commands (a tainted turn) get no
+ * environment. Throws `EnvironmentError` when the environment cannot be used (fail closed:
+ * the command does not run without it).
+ */
+export function sandboxPolicyForUser(config: CoopConfig, sandbox: UserSandbox): SandboxPolicyInput {
+  const policy = sandboxPolicyFor(config, sandbox.settings, sandbox.workspace);
+  const coopfilePath = sandbox.settings.environment;
+  const owner = config.users.some((u) => u.name === sandbox.user && u.trust === "owner");
+  if (coopfilePath === undefined || owner) return policy;
+  const environment = loadEnvironment(config.agent.stateDir, coopfilePath);
+  warnIfStale(environment);
+  const mounts = environmentMounts(environment, sandbox.user, sandbox.session, config.file);
+  return withEnvironment(policy, mounts);
 }
 
 /** Runs non-owner commands in the sandbox; one per executor (the self-test gate runs once). */
@@ -69,36 +102,28 @@ export class SandboxPlacement {
   }
 
   /**
-   * The command runner for one call in `workspace` under `settings`: `/bin/sh -c`;
-   * `onCpuSeconds` receives each command's measured CPU time (`ExecResult.cpu`).
+   * The command runner for one call in `sandbox` (its user, settings, workspace, session):
+   * `/bin/sh -c`; `onCpuSeconds` receives each command's measured CPU time (`ExecResult.cpu`).
    */
-  runner(
-    workspace: string,
-    settings: SandboxSettings,
-    onCpuSeconds?: (seconds: number) => void,
-  ): CommandRunner {
+  runner(sandbox: UserSandbox, onCpuSeconds?: (seconds: number) => void): CommandRunner {
     // An absolute shell: `sh` in the workspace's tool directories (first on PATH) must not
     // replace the shell that runs every `bash` command.
     return (command, options) =>
-      this.#run(workspace, settings, ["/bin/sh", "-c", command], options, onCpuSeconds);
+      this.#run(sandbox, ["/bin/sh", "-c", command], options, onCpuSeconds);
   }
 
-  /** The program runner (`exec`) for one call in `workspace` under `settings`. */
-  argvRunner(
-    workspace: string,
-    settings: SandboxSettings,
-    onCpuSeconds?: (seconds: number) => void,
-  ): ArgvRunner {
-    return (argv, options) => this.#run(workspace, settings, argv, options, onCpuSeconds);
+  /** The program runner (`exec`) for one call in `sandbox`. */
+  argvRunner(sandbox: UserSandbox, onCpuSeconds?: (seconds: number) => void): ArgvRunner {
+    return (argv, options) => this.#run(sandbox, argv, options, onCpuSeconds);
   }
 
   async #run(
-    workspace: string,
-    settings: SandboxSettings,
+    sandbox: UserSandbox,
     argv: readonly string[],
     { timeoutMs, signal, workingDir, env }: CommandOptions,
     onCpuSeconds?: (seconds: number) => void,
   ): Promise<CommandResult> {
+    const { workspace } = sandbox;
     // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
     for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
       if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
@@ -108,7 +133,17 @@ export class SandboxPlacement {
         );
       }
     }
-    const policy = sandboxPolicyFor(this.#config, settings, workspace);
+    let policy: SandboxPolicyInput;
+    try {
+      policy = sandboxPolicyForUser(this.#config, sandbox);
+    } catch (error) {
+      // An environment that cannot be used (invalid Coopfile, base not built): the command
+      // does not run at all, and the message says what the owner does about it.
+      if (!(error instanceof CoopError)) throw error;
+      throw new ToolError(error.code, `the command did not run: ${error.message}`, {
+        cause: error,
+      });
+    }
     // Once per executor (i.e. at gateway start): a failed self-test refuses every sandboxed
     // command from then on — fail closed, never onto the host.
     this.#gateResult ??= this.#gate();

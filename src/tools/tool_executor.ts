@@ -20,10 +20,11 @@ import { GATEWAY_TOOL_NAMES, isToolName, TOOL_NAMES, type ToolName } from "../tr
 import type { AutoexecFile, GitNeutralised } from "../workspace/scan_context.ts";
 import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
 import { callInGateway } from "./gateway_placement.ts";
+import type { EnvironmentSession } from "../environments/environment_mounts.ts";
 import { HostPlacement } from "./host_placement.ts";
 import type { HostArgvRunner, HostRunner } from "./host_runner.ts";
 import { scopeFor } from "./path_scope.ts";
-import { SandboxPlacement, type SandboxRunner } from "./sandbox_placement.ts";
+import { SandboxPlacement, type SandboxRunner, type UserSandbox } from "./sandbox_placement.ts";
 import { runTool, type Tool, type ToolContext, type ToolResult } from "./tool_contract.ts";
 import { BUILTIN_TOOLS } from "./tool_registry.ts";
 import { DEFAULT_MAX_OUTPUT_CHARS } from "./truncation.ts";
@@ -73,6 +74,8 @@ export interface ToolCall {
   signal?: AbortSignal;
   /** Receives the measured CPU seconds of each sandboxed command the call ran (budgets). */
   onSandboxSeconds?: (seconds: number) => void;
+  /** The chat session the call belongs to (an environment's `COOP_SESSION`, session uppers). */
+  session?: EnvironmentSession;
 }
 
 /** A tool result plus the authorization decision behind it. */
@@ -227,6 +230,12 @@ export class ToolExecutor {
         decision,
       };
     }
+    const userSandbox = (): UserSandbox => ({
+      user: call.principal.name,
+      settings,
+      workspace: scope.hostRoot,
+      ...(call.session ? { session: call.session } : {}),
+    });
     const context: ToolContext = {
       scope,
       defaultTimeoutMs: settings.timeoutMs,
@@ -236,12 +245,12 @@ export class ToolExecutor {
       runCommand: call.tool === "bash"
         ? (onHost
           ? this.#host.runner(scope.hostRoot)
-          : this.#sandbox.runner(scope.hostRoot, settings, call.onSandboxSeconds))
+          : this.#sandbox.runner(userSandbox(), call.onSandboxSeconds))
         : undefined,
       runArgv: call.tool === "exec"
         ? (onHost
           ? this.#host.argvRunner(scope.hostRoot)
-          : this.#sandbox.argvRunner(scope.hostRoot, settings, call.onSandboxSeconds))
+          : this.#sandbox.argvRunner(userSandbox(), call.onSandboxSeconds))
         : undefined,
       maxSendFileBytes: this.#config.agent.maxSendFileBytes,
     };

@@ -1,0 +1,70 @@
+/**
+ * `coop check` for environments: every Coopfile the config references loads without error,
+ * its base is built (and from this Coopfile), and it is not set where it cannot apply.
+ * @module
+ */
+import type { CoopConfig } from "../config/config.ts";
+import {
+  type ConfigDiagnostic,
+  ConfigError,
+  configError,
+  configWarning,
+  formatDiagnostic,
+} from "../config/config_diagnostic.ts";
+import { environmentReferences } from "./environment_lifecycle.ts";
+import { loadEnvironment } from "./environment_state.ts";
+
+/**
+ * Loads each referenced Coopfile once: its errors come back under the key that references it
+ * (naming the Coopfile, its key and who uses it); an unbuilt or outdated base is a warning.
+ */
+export function checkEnvironments(config: CoopConfig): ConfigDiagnostic[] {
+  const out: ConfigDiagnostic[] = [];
+  const references = environmentReferences(config);
+  const done = new Set<string>();
+  for (const ref of references) {
+    const owner = config.users.find((u) => `user ${u.name}` === ref.who && u.trust === "owner");
+    if (owner) {
+      out.push(configWarning(
+        "config.environment_unused",
+        ref.key,
+        `has no effect: the owner's commands run on the host, not in an environment`,
+      ));
+    }
+    if (done.has(ref.coopfile)) continue;
+    done.add(ref.coopfile);
+    const users = references.filter((r) => r.coopfile === ref.coopfile).map((r) => r.who);
+    const usedBy = `(used by ${users.join(", ")})`;
+    let environment;
+    try {
+      environment = loadEnvironment(config.agent.stateDir, ref.coopfile);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      for (const d of error.diagnostics) {
+        out.push(configError(
+          "config.coopfile_invalid",
+          ref.key,
+          `${formatDiagnostic(error.file, d)} ${usedBy}`,
+        ));
+      }
+      continue;
+    }
+    if (environment.manifest === null) {
+      const why = environment.manifestProblem ? `: ${environment.manifestProblem}` : "";
+      out.push(configWarning(
+        "config.environment_not_built",
+        ref.key,
+        `the base of ${ref.coopfile} is not built yet${why}; commands ${usedBy} are refused ` +
+          `until the owner runs \`coop init --config ${config.file}\``,
+      ));
+    } else if (environment.stale) {
+      out.push(configWarning(
+        "config.environment_stale",
+        ref.key,
+        `${ref.coopfile} changed since its base was built (${environment.manifest.builtAt}); ` +
+          `run \`coop rebuild --config ${config.file}\` to apply it`,
+      ));
+    }
+  }
+  return out;
+}
