@@ -147,8 +147,14 @@ function openUp(dir: DirHandle, depth: number): void {
  * its own descriptor and the removal retried.
  */
 export function removeTree(path: string): TreeSize {
-  const size = treeSize(path);
+  let size = treeSize(path);
   if (size.entries === 0) return size;
+  // A directory the sandbox left unreadable (the kernel's own overlay work/work is mode 000)
+  // hides what is below it from the size walk: it is going anyway, so open it up and measure.
+  if (size.partial && size.entries < DEFAULT_SIZE_LIMIT) {
+    openUpTree(path);
+    size = treeSize(path);
+  }
   try {
     // Deno's recursive remove is Rust's remove_dir_all: openat/unlinkat, never following a
     // symlink (CVE-2022-21658 fixed it against swaps during the walk).
@@ -160,20 +166,24 @@ export function removeTree(path: string): TreeSize {
       throw error;
     }
   }
+  openUpTree(path);
+  Deno.removeSync(path, { recursive: true });
+  return size;
+}
+
+/** Gives the owner rwx on directory `path` and every directory below it. */
+function openUpTree(path: string): void {
   const parent = DirHandle.open(dirname(path));
   try {
     openUpEntry(parent, basename(path));
     const top = parent.openDir(basename(path));
-    if (top) {
-      try {
-        openUp(top, 1);
-      } finally {
-        top.close();
-      }
+    if (!top) return;
+    try {
+      openUp(top, 1);
+    } finally {
+      top.close();
     }
   } finally {
     parent.close();
   }
-  Deno.removeSync(path, { recursive: true });
-  return size;
 }

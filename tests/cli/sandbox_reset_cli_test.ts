@@ -1,0 +1,76 @@
+// Issue 14, item 6: `coop sandbox reset` and `coop sandbox clean` from the command line — usage
+// mistakes exit 2 without touching anything, a name that is not a user name is refused (it
+// would be a path), and each deletion is printed with the space freed (text and --json).
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
+import fs from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { runCommand } from "../fixtures/run_command.ts";
+import { environmentPaths } from "../../src/environments/environment_layout.ts";
+import { writeBuiltManifest } from "../environments/environment_fixture.ts";
+
+const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+
+function coop(...args: string[]) {
+  return runCommand(Deno.execPath(), ["run", "--allow-all", "--no-prompt", MAIN, ...args], {
+    env: { NO_COLOR: "1" },
+  });
+}
+
+Deno.test("coop sandbox reset/clean: usage, refusals, deletions printed with their size", async () => {
+  const dir = fs.mkdtempSync(join(tmpdir(), "reset-cli-"));
+  try {
+    const config = join(dir, "coop.toml");
+    fs.writeFileSync(
+      config,
+      '[agent]\nstate_dir = "state"\n[sandbox]\nenvironment = "Coopfile"\n' +
+        '[[users]]\nname = "bob"\ntrust = "inner"\n',
+    );
+    fs.writeFileSync(join(dir, "Coopfile"), '[base]\nimage = "host"\n');
+    const state = join(dir, "state");
+    writeBuiltManifest(state, join(dir, "Coopfile"));
+    const paths = environmentPaths(state, join(dir, "Coopfile"));
+    const bob = paths.upper("bob");
+    fs.mkdirSync(join(bob.upper, "usr/local/bin"), { recursive: true });
+    fs.writeFileSync(join(bob.upper, "usr/local/bin/tool"), "x".repeat(20_000));
+    fs.mkdirSync(paths.persist("bob", 0), { recursive: true });
+    const gone = paths.upper("gone");
+    fs.mkdirSync(gone.upper, { recursive: true });
+
+    const noUser = await coop("sandbox", "reset", "--config", config);
+    strictEqual(noUser.code, 2, noUser.stderr);
+    ok(noUser.stderr.includes("sandbox reset needs --user NAME"), noUser.stderr);
+    const badName = await coop("sandbox", "reset", "--user", "../bob", "--config", config);
+    strictEqual(badName.code, 2);
+    ok(fs.existsSync(join(bob.upper, "usr/local/bin/tool")), "nothing was touched");
+    const unknown = await coop("sandbox", "clean", "--all", "--config", config);
+    strictEqual(unknown.code, 2);
+
+    const reset = await coop("sandbox", "reset", "--user", "bob", "--config", config);
+    strictEqual(reset.code, 0, reset.stderr);
+    ok(
+      new RegExp(
+        `^removed upper of bob in ${paths.id}: ${
+          join(paths.root, "uppers/bob")
+        } \\(\\d+(\\.\\d)? KiB\\)\\nfreed \\d`,
+      )
+        .test(reset.stdout),
+      reset.stdout,
+    );
+    ok(!fs.existsSync(bob.upper) && fs.existsSync(paths.persist("bob", 0)));
+    const again = await coop("sandbox", "reset", "--user", "bob", "--config", config);
+    strictEqual(again.stdout, "nothing to remove\n");
+
+    const clean = await coop("sandbox", "clean", "--config", config, "--json");
+    strictEqual(clean.code, 0, clean.stderr);
+    const report = JSON.parse(clean.stdout);
+    deepStrictEqual(report.removed.map((r: { path: string }) => r.path), [
+      join(paths.root, "uppers/gone"),
+    ]);
+    ok(typeof report.freedBytes === "number");
+    ok(fs.existsSync(paths.manifest), "the referenced base stays");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
