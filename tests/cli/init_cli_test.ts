@@ -12,6 +12,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { removeTree } from "../../src/environments/sandbox_tree.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { coopArgv } from "../e2e/gateway_process.ts";
 import { runCommand } from "../fixtures/run_command.ts";
@@ -33,7 +34,7 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   try {
     await fn(dir);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
   }
 }
 
@@ -62,10 +63,10 @@ Deno.test("coop init builds an OCI base, skips it unchanged, coop rebuild rebuil
     const first = await coop(["init", "--config", config]);
     assertEquals(first.code, 0, first.stderr);
     assertMatch(first.stderr, /coop init Coopfile: \[\d+\.\ds\] unpack: layer 1 of 2/);
-    assertMatch(first.stderr, /\] built oci:.* \d+\.\d MB in \d+\.\ds\n/);
+    assertMatch(first.stderr, /\] built oci:.* \d+(\.\d)? [KMG]iB in \d+\.\ds\n/);
     assertMatch(
       first.stdout,
-      /Coopfile: oci:.* built .*MB \(not created: 1 device nodes, set-id bits of 1 files\)/,
+      /Coopfile: oci:.* built .*iB \(not created: 1 device nodes, set-id bits of 1 files\)/,
     );
     const again = await coop(["init", "--config", config, "--json"]);
     assertEquals(again.code, 0, again.stderr);
@@ -195,7 +196,7 @@ Deno.test({
       assertEquals(result.code, 0, result.stderr.slice(-3000));
       assertMatch(result.stderr, /fetch: mmdebstrap --mode=(root|unshare) bookworm/);
       assertMatch(result.stderr, /fetch: mmdebstrap I: downloading packages/);
-      assertMatch(result.stderr, /unpack: working \(\d+\.\d MB so far\)/);
+      assertMatch(result.stderr, /unpack: working \(\d+(\.\d)? [KMG]iB so far\)/);
       const paths = environmentPaths(join(dir, "state"), coopfile);
       const manifest = JSON.parse(readFileSync(paths.manifest, "utf8"));
       assertEquals(manifest.image, "debian:bookworm");
