@@ -10,7 +10,7 @@ export const USAGE = `Usage:
   coop memory rm ID [--config FILE]           the owner's view of every memory
   coop explain (--user NAME | --channel C --sender ID) [--channel C] [--group G] [--json]
                [--config FILE]                 what that person can do, and why
-  coop init    [--config FILE] [--coopfile PATH] [--image IMG] [--package P]... [--json]
+  coop init    [--config FILE] [--coopfile PATH] [--image IMG] [--package P]... [--network M] [--json]
   coop rebuild [same options]                 build environments' base layers (init skips unchanged)
   coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
   coop sandbox status [--config FILE] [--json]

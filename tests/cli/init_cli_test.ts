@@ -7,7 +7,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
-  rmSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,10 +19,12 @@ import { runCommand } from "../fixtures/run_command.ts";
 import { miniLayers, writeOciLayout } from "../fixtures/oci_image.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import {
+  buildDebianBase,
   findProgram,
   INSTALL_MMDEBSTRAP,
   mmdebstrapMode,
 } from "../../src/environments/debian_base.ts";
+import { lineProgress } from "../../src/environments/build_progress.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
 import { exec } from "../../src/sandbox/mod.ts";
 import { SANDBOX_TESTS } from "../sandbox/harness.ts";
@@ -132,24 +134,45 @@ Deno.test("coop init of a debian base without mmdebstrap names the apt command",
   });
 });
 
-Deno.test("mmdebstrap --mode=unshare without a subordinate id range says how to add one", () => {
-  if (findProgram("mmdebstrap") === null || findProgram("newuidmap") === null) {
-    console.log("skipped: mmdebstrap or newuidmap is not installed here");
+Deno.test("without a subordinate id range: fakechroot when installed, else what to add", () => {
+  const programs = ["mmdebstrap", "newuidmap", "newgidmap", "fakechroot", "fakeroot"];
+  const missing = programs.filter((p) => findProgram(p) === null);
+  if (missing.length > 0) {
+    console.log(`skipped: ${missing.join(", ")} not installed here`);
     return;
   }
-  const empty = join(tmpdir(), `coop-subuid-${crypto.randomUUID()}`);
-  writeFileSync(empty, "");
+  const dir = mkdtempSync(join(tmpdir(), "coop-modes-"));
   try {
+    writeFileSync(join(dir, "subuid"), "");
+    const files = { subuid: join(dir, "subuid"), subgid: join(dir, "subuid") };
+    // A PATH holding only the programs given.
+    let n = 0;
+    const pathWith = (names: string[]) => {
+      const bin = join(dir, `bin${n++}`);
+      mkdirSync(bin);
+      for (const name of names) symlinkSync(findProgram(name)!, join(bin, name));
+      return bin;
+    };
+    assertEquals(mmdebstrapMode(4242, files, pathWith(programs)), "fakechroot");
     let message = "";
     try {
-      mmdebstrapMode(4242, { subuid: empty, subgid: empty });
+      mmdebstrapMode(4242, files, pathWith(["mmdebstrap", "newuidmap", "newgidmap"]));
     } catch (error) {
       message = (error as Error).message;
     }
     assertMatch(message, /--mode=unshare needs a subordinate id range .* usermod --add-subuids/);
-    assertEquals(mmdebstrapMode(0), "root");
+    assertMatch(message, /or install fakechroot and fakeroot/);
+    writeFileSync(
+      join(dir, "subuid"),
+      `${Deno.env.get("USER") ?? "x"}:100000:65536\n4242:100000:65536\n`,
+    );
+    assertEquals(
+      mmdebstrapMode(4242, files, pathWith(["mmdebstrap", "newuidmap", "newgidmap"])),
+      "unshare",
+    );
+    assertEquals(mmdebstrapMode(0, files, pathWith(["mmdebstrap"])), "root");
   } finally {
-    rmSync(empty);
+    removeTree(dir);
   }
 });
 
@@ -227,6 +250,48 @@ Deno.test({
       }, ["/bin/sh", "-c", "echo '{\"a\":7}' | jq .a && stat -c %u:%g / /usr/bin/jq /etc/passwd"]);
       assertEquals(r.stderr, "");
       assertEquals(r.stdout, "7\n0:0\n0:0\n0:0\n");
+    });
+  },
+});
+
+/** Why mmdebstrap's fakechroot mode cannot be tried here, or null. */
+function fakechrootWhyNot(): string | null {
+  if (debianWhyNot) return debianWhyNot;
+  if (Deno.uid() === 0) {
+    return "root builds with --mode=root; fakechroot is the unprivileged fallback";
+  }
+  const missing = ["fakechroot", "fakeroot"].filter((p) => findProgram(p) === null);
+  return missing.length ? `${missing.join(" and ")} not installed` : null;
+}
+
+const fakechrootSkip = fakechrootWhyNot();
+if (fakechrootSkip) console.log(`skipping the --mode=fakechroot build: ${fakechrootSkip}`);
+
+Deno.test({
+  name: "an unprivileged debian build without an id range: --mode=fakechroot, jq included",
+  ignore: fakechrootSkip !== null,
+  async fn() {
+    await withDir(async (dir) => {
+      const lines: string[] = [];
+      await buildDebianBase(
+        {
+          suite: "bookworm",
+          mirror: "http://deb.debian.org/debian",
+          packages: ["jq"],
+          rootfs: join(dir, "rootfs"),
+          scratch: join(dir, "scratch"),
+          mode: "fakechroot",
+        },
+        lineProgress("t", (l) => lines.push(l)),
+        () => {},
+      );
+      assert(lines.some((l) => /mmdebstrap --mode=fakechroot bookworm/.test(l)), lines.join("\n"));
+      assert(lstatSync(join(dir, "rootfs/usr/bin/jq")).isFile());
+      assertEquals(lstatSync(join(dir, "rootfs/usr/bin/jq")).uid, Deno.uid());
+      assertMatch(
+        readFileSync(join(dir, "rootfs/var/lib/dpkg/status"), "utf8"),
+        /Package: jq\nStatus: install ok installed/,
+      );
     });
   },
 });
