@@ -13,7 +13,9 @@ import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import { applyCoopfileFlags, loadCoopfile } from "../config/coopfile_load.ts";
 import { CoopError } from "../errors/coop_error.ts";
 import { BaseBuildError, buildBase, type BuildResult } from "../environments/base_builder.ts";
-import { humanBytes, lineProgress, SILENT_PROGRESS } from "../environments/build_progress.ts";
+import { lineProgress, SILENT_PROGRESS } from "../environments/build_progress.ts";
+import { sizeText } from "../environments/size_text.ts";
+import { referencedEnvironments } from "../environments/environment_lifecycle.ts";
 import { callerPath } from "./caller_path.ts";
 import { writeStderr } from "./stderr.ts";
 
@@ -21,26 +23,6 @@ import { writeStderr } from "./stderr.ts";
 export type InitOutcome =
   | BuildResult
   | { coopfile: string; status: "failed"; code: string; step?: string; error: string };
-
-/**
- * The Coopfiles coop.toml refers to (`[sandbox] environment`, per user and per cron job),
- * absolute, without repeats. Read structurally: the key belongs to the Coopfile loader's side.
- */
-export function referencedCoopfiles(config: CoopConfig, configFile: string): string[] {
-  const settings: unknown[] = [
-    config.sandbox.defaults,
-    ...config.users.map((user) => (user as { sandbox?: unknown }).sandbox),
-    ...config.cron.map((job) => (job as { sandbox?: unknown }).sandbox),
-  ];
-  const paths = new Set<string>();
-  for (const entry of settings) {
-    const environment = (entry as { environment?: unknown } | undefined)?.environment;
-    if (typeof environment === "string" && environment !== "") {
-      paths.add(resolve(dirname(configFile), environment));
-    }
-  }
-  return [...paths];
-}
 
 /** `coop init` (`force` false) or `coop rebuild` (`force` true). */
 export async function initCommand(args: string[], force: boolean): Promise<number> {
@@ -69,7 +51,7 @@ export async function initCommand(args: string[], force: boolean): Promise<numbe
   }
   const coopfiles = values.coopfile !== undefined
     ? [callerPath(values.coopfile)]
-    : referencedCoopfiles(config, configFile);
+    : [...referencedEnvironments(config).keys()];
   if (coopfiles.length === 0) {
     const fallback = resolve(dirname(configFile), "Coopfile");
     if (!existsSync(fallback)) {
@@ -135,7 +117,7 @@ function describe(outcome: InitOutcome): string {
     fifos ? `${fifos} FIFOs` : "",
     setIdBits ? `set-id bits of ${setIdBits} files` : "",
   ].filter(Boolean);
-  return `${outcome.coopfile}: ${m.image} ${verb} ${m.builtAt}, ${humanBytes(m.sizeBytes)}` +
+  return `${outcome.coopfile}: ${m.image} ${verb} ${m.builtAt}, ${sizeText(m.sizeBytes)}` +
     (m.packages.length ? `, packages: ${m.packages.join(" ")}` : "") +
     (notes.length ? ` (not created: ${notes.join(", ")})` : "");
 }

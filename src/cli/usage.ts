@@ -18,7 +18,7 @@ export const USAGE = `Usage:
   coop sandbox status [--json] [--config FILE]
   coop sandbox ps     [--json] [--config FILE]     live session sandboxes (lifetime = "session")
   coop sandbox stop ID [--config FILE]             end one (its processes are killed)
-  coop init    [--config FILE] [--coopfile PATH] [--image IMG] [--package P]... [--json]
+  coop init    [--config FILE] [--coopfile PATH] [--image IMG] [--package P]... [--network M] [--json]
   coop rebuild [same options]                 build environments' base layers (init skips unchanged)
   coop sandbox reset --user NAME [--persist] [--config FILE] [--json]
   coop sandbox clean [--config FILE] [--json]

@@ -4,22 +4,15 @@
  * names its step and cause, removes `base.next/` and leaves the previous base as it was.
  * @module
  */
-import {
-  chownSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-} from "node:fs";
+import { chownSync, existsSync, mkdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import type { Coopfile } from "../config/coopfile.ts";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "../sandbox/host_ids.ts";
 import { coopfileHash } from "../config/coopfile_hash.ts";
-import { imageText, readBaseManifest, writeBaseManifest } from "./base_manifest.ts";
-import { type BuildProgress, type BuildStep, humanBytes } from "./build_progress.ts";
+import { imageText, writeBaseManifest } from "./base_manifest.ts";
+import type { BuildProgress, BuildStep } from "./build_progress.ts";
+import { sizeText } from "./size_text.ts";
 import { buildDebianBase } from "./debian_base.ts";
 import {
   type BaseManifest,
@@ -29,6 +22,9 @@ import {
 import type { UnpackSkipped } from "./layer_unpack.ts";
 import { unpackOciImage } from "./oci_base.ts";
 import { runBuildCommands } from "./build_sandbox.ts";
+import { removeTree, treeSize } from "./sandbox_tree.ts";
+import { readManifest } from "./environment_state.ts";
+import { ENVIRONMENT_DIR_MODE, reachableForSandbox } from "./sandbox_search.ts";
 
 /** A build failed at `step`; the previous base (if any) is unchanged. */
 export class BaseBuildError extends CoopError {
@@ -77,36 +73,26 @@ export function baseOwner(): { uid: number; gid: number } | undefined {
     : undefined;
 }
 
-/** Bytes of the regular files and links under `dir` (lstat; hard links counted once). */
-export function treeSize(dir: string): number {
-  const seen = new Set<number>();
-  let total = 0;
-  const walk = (path: string) => {
-    for (const name of readdirSync(path)) {
-      const child = join(path, name);
-      const stat = lstatSync(child);
-      if (stat.isDirectory()) walk(child);
-      else if (!seen.has(stat.ino)) {
-        seen.add(stat.ino);
-        total += stat.size;
-      }
-    }
-  };
-  if (existsSync(dir)) walk(dir);
-  return total;
-}
-
-/** Creates the state directory's environment folders 0700 (no other local user reaches an upper). */
-function prepareRoot(paths: EnvironmentPaths): void {
-  mkdirSync(join(paths.root, ".."), { recursive: true, mode: 0o700 });
-  mkdirSync(paths.root, { recursive: true, mode: 0o700 });
+/**
+ * Creates `<state_dir>/environments/<id>/` (0700) and, for root invokers, lets the sandbox's
+ * gid search the way down to it (`sandbox_search.ts`): the build sandbox and every overlay
+ * mount the base with the sandbox's identity.
+ */
+function prepareRoot(
+  stateDir: string,
+  paths: EnvironmentPaths,
+  owner: { uid: number; gid: number } | undefined,
+): void {
+  mkdirSync(stateDir, { recursive: true, mode: ENVIRONMENT_DIR_MODE });
+  if (owner) reachableForSandbox(stateDir, paths.root, owner.gid, true);
+  else reachableForSandbox(stateDir, paths.root, undefined, false);
 }
 
 /** A crash between the two renames leaves `base.old`: put it back, or drop it when superseded. */
 function recoverReplace(paths: EnvironmentPaths): void {
   const old = `${paths.base}.old`;
   if (!existsSync(old)) return;
-  if (existsSync(paths.base)) rmSync(old, { recursive: true, force: true });
+  if (existsSync(paths.base)) removeTree(old);
   else renameSync(old, paths.base);
 }
 
@@ -135,9 +121,11 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
   const paths = environmentPaths(options.stateDir, options.coopfilePath);
   const hash = coopfileHash(coopfile);
   const noneSkipped = { devices: 0, fifos: 0, setIdBits: 0 };
-  prepareRoot(paths);
+  const owner = options.owner ?? baseOwner();
+  prepareRoot(options.stateDir, paths, owner);
   recoverReplace(paths);
-  const current = readBaseManifest(paths.manifest);
+  const read = readManifest(paths.manifest);
+  const current = typeof read === "object" ? read : null;
   const present = coopfile.base.kind === "host" || existsSync(paths.rootfs);
   if (!options.force && current?.hash === hash && present) {
     return {
@@ -151,14 +139,14 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
   }
   const started = performance.now();
   let step: BuildStep = "fetch";
-  const owner = options.owner ?? baseOwner();
   const rootfs = join(paths.next, "rootfs");
   const scratch = join(paths.next, "scratch");
   let skipped: UnpackSkipped = noneSkipped;
   try {
     if (coopfile.base.kind === "host") checkHostRecipe(coopfile, options.coopfilePath);
-    rmSync(paths.next, { recursive: true, force: true });
+    removeTree(paths.next);
     mkdirSync(paths.next, { mode: 0o700 });
+    if (owner) chownSync(paths.next, owner.uid, owner.gid);
     const base = coopfile.base;
     if (base.kind === "debian") {
       skipped = await buildDebianBase(
@@ -177,11 +165,11 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
     }
     if (base.kind !== "host") {
       if (owner) chownSync(rootfs, owner.uid, owner.gid);
-      rmSync(scratch, { recursive: true, force: true });
+      removeTree(scratch);
       await runBuildCommands(rootfs, coopfile, progress, (s) => step = s);
     }
     step = "manifest";
-    const sizeBytes = treeSize(rootfs);
+    const sizeBytes = treeSize(rootfs).bytes;
     const manifest: BaseManifest = {
       sources: [...coopfile.sources],
       image: imageText(base),
@@ -195,10 +183,10 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
     const old = `${paths.base}.old`;
     if (existsSync(paths.base)) renameSync(paths.base, old);
     renameSync(paths.next, paths.base);
-    rmSync(old, { recursive: true, force: true });
+    removeTree(old);
     const elapsedMs = Math.round(performance.now() - started);
     progress.done(
-      `built ${manifest.image} for ${paths.id}: ${humanBytes(sizeBytes)} in ${
+      `built ${manifest.image} for ${paths.id}: ${sizeText(sizeBytes)} in ${
         (elapsedMs / 1000).toFixed(1)
       }s`,
     );
@@ -211,7 +199,7 @@ export async function buildBase(options: BuildOptions): Promise<BuildResult> {
       skipped,
     };
   } catch (error) {
-    rmSync(paths.next, { recursive: true, force: true });
+    removeTree(paths.next);
     if (error instanceof BaseBuildError) throw error;
     throw new BaseBuildError(
       step,

@@ -3,7 +3,7 @@
  * `coop init` (skip when the Coopfile's hash is unchanged) and `coop sandbox status`.
  * @module
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import type { BaseImage } from "../config/coopfile.ts";
 import type { BaseManifest } from "./environment_layout.ts";
 
@@ -16,16 +16,6 @@ export function imageText(base: BaseImage): string {
       return `debian:${base.suite}`;
     case "oci":
       return `oci:${base.path}`;
-  }
-}
-
-/** The manifest at `path`, or null when there is none or it cannot be read as one. */
-export function readBaseManifest(path: string): BaseManifest | null {
-  try {
-    const value = JSON.parse(readFileSync(path, "utf8"));
-    return typeof value?.hash === "string" && typeof value?.image === "string" ? value : null;
-  } catch {
-    return null;
   }
 }
 

@@ -4,21 +4,10 @@
  * bytes flow, and a summary at the end. Silent with `--json` (the JSON result says it all).
  * @module
  */
+import { sizeText } from "./size_text.ts";
 
 /** The steps a build goes through; a failure names one. */
 export type BuildStep = "fetch" | "unpack" | "packages" | "setup" | "agent" | "manifest";
-
-/** Bytes in a human unit with one decimal (`12.3 MB`). */
-export function humanBytes(bytes: number): string {
-  const units = ["B", "kB", "MB", "GB", "TB"];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit++;
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
 
 /** Receives a build's progress. */
 export interface BuildProgress {
@@ -47,7 +36,7 @@ export function lineProgress(
   const elapsed = () => `${((now() - start) / 1000).toFixed(1)}s`;
   const emit = (text: string) => {
     lastLine = now();
-    write(`${label}: [${elapsed()}] ${text} (${humanBytes(total)} so far)`);
+    write(`${label}: [${elapsed()}] ${text} (${sizeText(total)} so far)`);
   };
   return {
     step(step, detail) {

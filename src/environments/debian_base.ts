@@ -7,9 +7,8 @@
  *
  * Modes (docs/environments.md "Building the base"): root uses `--mode=root`; anyone else
  * `--mode=unshare`, which needs `newuidmap` (package uidmap) and a subordinate id range in
- * /etc/subuid and /etc/subgid. The other modes (fakechroot, fakeroot, proot, chrootless) are not
- * used: they either need more packages and still cannot run every maintainer script, or run
- * maintainer scripts on the host.
+ * /etc/subuid and /etc/subgid, or — without those — `--mode=fakechroot` when fakechroot and
+ * fakeroot are installed. `chrootless` is not used: it runs maintainer scripts on the host.
  * @module
  */
 import { spawn } from "node:child_process";
@@ -34,7 +33,12 @@ export class DebianBuildError extends CoopError {
 export const INSTALL_MMDEBSTRAP = "apt-get update && apt-get install -y mmdebstrap";
 
 /** Where `program` is on PATH, or null. */
-export function findProgram(program: string, path = Deno.env.get("PATH") ?? ""): string | null {
+export function findProgram(program: string): string | null {
+  return findProgramOn(program, Deno.env.get("PATH") ?? "");
+}
+
+/** Where `program` is in the directories of `path` (a PATH value), or null. */
+export function findProgramOn(program: string, path: string): string | null {
   for (const dir of path.split(delimiter)) {
     if (dir && existsSync(join(dir, program))) return join(dir, program);
   }
@@ -55,11 +59,20 @@ function hasRange(file: string, user: string, uid: number): boolean {
   });
 }
 
-/** The mmdebstrap mode for this invoker, or a DebianBuildError saying what is missing. */
+/** How mmdebstrap builds: as root, in a user namespace, or under fakechroot+fakeroot. */
+export type MmdebstrapMode = "root" | "unshare" | "fakechroot";
+
+/**
+ * The mmdebstrap mode for this invoker: root for root; otherwise unshare when the user has a
+ * subordinate id range and newuidmap, else fakechroot when fakechroot and fakeroot are
+ * installed; else a DebianBuildError saying what to add.
+ */
 export function mmdebstrapMode(
   uid = Deno.uid() ?? 0,
   files = { subuid: "/etc/subuid", subgid: "/etc/subgid" },
-): "root" | "unshare" {
+  path = Deno.env.get("PATH") ?? "",
+): MmdebstrapMode {
+  const findProgram = (program: string) => findProgramOn(program, path);
   if (findProgram("mmdebstrap") === null) {
     throw new DebianBuildError(
       `mmdebstrap is not installed; as root run: ${INSTALL_MMDEBSTRAP}`,
@@ -67,22 +80,21 @@ export function mmdebstrapMode(
   }
   if (uid === 0) return "root";
   const user = userInfo().username;
-  if (findProgram("newuidmap") === null || findProgram("newgidmap") === null) {
-    throw new DebianBuildError(
-      "mmdebstrap --mode=unshare needs newuidmap and newgidmap; as root run: " +
-        "apt-get install -y uidmap",
-    );
-  }
-  for (const file of [files.subuid, files.subgid]) {
-    if (!hasRange(file, user, uid)) {
-      throw new DebianBuildError(
-        `mmdebstrap --mode=unshare needs a subordinate id range for ${user} in ${file}; ` +
-          `as root run: usermod --add-subuids 100000-165535 --add-subgids 100000-165535 ${user} ` +
-          "(pick a range no other user has), or run coop init as root",
-      );
-    }
-  }
-  return "unshare";
+  const idmap = findProgram("newuidmap") !== null && findProgram("newgidmap") !== null;
+  const ranges = hasRange(files.subuid, user, uid) && hasRange(files.subgid, user, uid);
+  if (idmap && ranges) return "unshare";
+  if (findProgram("fakechroot") !== null && findProgram("fakeroot") !== null) return "fakechroot";
+  const missing = [
+    idmap ? "" : "newuidmap and newgidmap (as root: apt-get install -y uidmap)",
+    ranges ? "" : `a subordinate id range for ${user} in ${files.subuid} and ${files.subgid} ` +
+      `(as root: usermod --add-subuids 100000-165535 --add-subgids 100000-165535 ${user}; ` +
+      "pick a range no other user has)",
+  ].filter(Boolean).join(" and ");
+  throw new DebianBuildError(
+    `mmdebstrap --mode=unshare needs ${missing}; or install fakechroot and fakeroot for ` +
+      "--mode=fakechroot (slower, and some maintainer scripts fail under it), or run coop " +
+      "init as root",
+  );
 }
 
 /** Runs mmdebstrap into `tarball`, forwarding its progress lines; throws with its last lines. */
@@ -138,12 +150,14 @@ export async function buildDebianBase(
     rootfs: string;
     scratch: string;
     owner?: UnpackOptions["owner"];
+    /** Default: `mmdebstrapMode()` for this invoker. */
+    mode?: MmdebstrapMode;
   },
   progress: BuildProgress,
   phase: (step: "fetch" | "unpack") => void,
 ): Promise<UnpackSkipped> {
   phase("fetch");
-  const mode = mmdebstrapMode();
+  const mode = options.mode ?? mmdebstrapMode();
   const tarball = join(options.scratch, "debian.tar");
   mkdirSync(options.scratch, { recursive: true });
   const args = [`--mode=${mode}`, "--variant=apt", "--format=tar"];

@@ -1,26 +1,42 @@
 // Issue 14, item 2: `coop init` / `coop rebuild` from the command line — OCI images from a
 // local rootfs always; `debian:bookworm` with a package when mmdebstrap and the mirror are here.
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { removeTree } from "../../src/environments/sandbox_tree.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { coopArgv } from "../e2e/gateway_process.ts";
 import { runCommand } from "../fixtures/run_command.ts";
 import { miniLayers, writeOciLayout } from "../fixtures/oci_image.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import {
+  buildDebianBase,
   findProgram,
   INSTALL_MMDEBSTRAP,
   mmdebstrapMode,
 } from "../../src/environments/debian_base.ts";
+import { lineProgress } from "../../src/environments/build_progress.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
+import { exec } from "../../src/sandbox/mod.ts";
+import { SANDBOX_TESTS } from "../sandbox/harness.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "coop-init-"));
+  // As a state directory must be for a root invoker: searchable by the sandbox's host uid.
+  chmodSync(dir, 0o711);
   try {
     await fn(dir);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
   }
 }
 
@@ -49,10 +65,10 @@ Deno.test("coop init builds an OCI base, skips it unchanged, coop rebuild rebuil
     const first = await coop(["init", "--config", config]);
     assertEquals(first.code, 0, first.stderr);
     assertMatch(first.stderr, /coop init Coopfile: \[\d+\.\ds\] unpack: layer 1 of 2/);
-    assertMatch(first.stderr, /\] built oci:.* \d+\.\d MB in \d+\.\ds\n/);
+    assertMatch(first.stderr, /\] built oci:.* \d+(\.\d)? [KMG]iB in \d+\.\ds\n/);
     assertMatch(
       first.stdout,
-      /Coopfile: oci:.* built .*MB \(not created: 1 device nodes, set-id bits of 1 files\)/,
+      /Coopfile: oci:.* built .*iB \(not created: 1 device nodes, set-id bits of 1 files\)/,
     );
     const again = await coop(["init", "--config", config, "--json"]);
     assertEquals(again.code, 0, again.stderr);
@@ -118,24 +134,45 @@ Deno.test("coop init of a debian base without mmdebstrap names the apt command",
   });
 });
 
-Deno.test("mmdebstrap --mode=unshare without a subordinate id range says how to add one", () => {
-  if (findProgram("mmdebstrap") === null || findProgram("newuidmap") === null) {
-    console.log("skipped: mmdebstrap or newuidmap is not installed here");
+Deno.test("without a subordinate id range: fakechroot when installed, else what to add", () => {
+  const programs = ["mmdebstrap", "newuidmap", "newgidmap", "fakechroot", "fakeroot"];
+  const missing = programs.filter((p) => findProgram(p) === null);
+  if (missing.length > 0) {
+    console.log(`skipped: ${missing.join(", ")} not installed here`);
     return;
   }
-  const empty = join(tmpdir(), `coop-subuid-${crypto.randomUUID()}`);
-  writeFileSync(empty, "");
+  const dir = mkdtempSync(join(tmpdir(), "coop-modes-"));
   try {
+    writeFileSync(join(dir, "subuid"), "");
+    const files = { subuid: join(dir, "subuid"), subgid: join(dir, "subuid") };
+    // A PATH holding only the programs given.
+    let n = 0;
+    const pathWith = (names: string[]) => {
+      const bin = join(dir, `bin${n++}`);
+      mkdirSync(bin);
+      for (const name of names) symlinkSync(findProgram(name)!, join(bin, name));
+      return bin;
+    };
+    assertEquals(mmdebstrapMode(4242, files, pathWith(programs)), "fakechroot");
     let message = "";
     try {
-      mmdebstrapMode(4242, { subuid: empty, subgid: empty });
+      mmdebstrapMode(4242, files, pathWith(["mmdebstrap", "newuidmap", "newgidmap"]));
     } catch (error) {
       message = (error as Error).message;
     }
     assertMatch(message, /--mode=unshare needs a subordinate id range .* usermod --add-subuids/);
-    assertEquals(mmdebstrapMode(0), "root");
+    assertMatch(message, /or install fakechroot and fakeroot/);
+    writeFileSync(
+      join(dir, "subuid"),
+      `${Deno.env.get("USER") ?? "x"}:100000:65536\n4242:100000:65536\n`,
+    );
+    assertEquals(
+      mmdebstrapMode(4242, files, pathWith(["mmdebstrap", "newuidmap", "newgidmap"])),
+      "unshare",
+    );
+    assertEquals(mmdebstrapMode(0, files, pathWith(["mmdebstrap"])), "root");
   } finally {
-    rmSync(empty);
+    removeTree(dir);
   }
 });
 
@@ -168,17 +205,21 @@ if (debianWhyNot) console.log(`skipping the debian:bookworm build: ${debianWhyNo
 Deno.test({
   name: 'coop init of image = "debian:bookworm" with one package builds a base that contains it',
   ignore: debianWhyNot !== null,
+  // The sandbox library's own sockets and SIGCHLD listener (see tests/sandbox/harness.ts).
+  sanitizeResources: false,
+  sanitizeOps: false,
   async fn() {
     await withDir(async (dir) => {
       const { config, coopfile } = project(
         dir,
-        `[base]\nimage = "debian:bookworm"\n[packages]\ninstall = ["jq"]\n`,
+        `[base]\nimage = "debian:bookworm"\n[packages]\ninstall = ["jq"]\n` +
+          `[setup]\nrun = ["jq --version > /etc/jq-version"]\n`,
       );
       const result = await coop(["init", "--config", config]);
       assertEquals(result.code, 0, result.stderr.slice(-3000));
       assertMatch(result.stderr, /fetch: mmdebstrap --mode=(root|unshare) bookworm/);
       assertMatch(result.stderr, /fetch: mmdebstrap I: downloading packages/);
-      assertMatch(result.stderr, /unpack: working \(\d+\.\d MB so far\)/);
+      assertMatch(result.stderr, /unpack: working \(\d+(\.\d)? [KMG]iB so far\)/);
       const paths = environmentPaths(join(dir, "state"), coopfile);
       const manifest = JSON.parse(readFileSync(paths.manifest, "utf8"));
       assertEquals(manifest.image, "debian:bookworm");
@@ -199,6 +240,58 @@ Deno.test({
       }
       assertEquals(lstatSync(join(paths.rootfs, "usr/bin/su")).mode & 0o6000, 0, "no set-uid");
       assert(!existsSync(join(paths.rootfs, "dev/null")), "no device nodes");
+      assertMatch(readFileSync(join(paths.rootfs, "etc/jq-version"), "utf8"), /^jq-1\.6/);
+      if (!SANDBOX_TESTS) return;
+      // In a sandbox over the base: jq runs, and the base's files are root's.
+      mkdirSync(join(dir, "work"));
+      const r = await exec({
+        workspace: join(dir, "work"),
+        rootfs: { lower: paths.rootfs, upper: join(dir, "u/upper"), work: join(dir, "u/work") },
+      }, ["/bin/sh", "-c", "echo '{\"a\":7}' | jq .a && stat -c %u:%g / /usr/bin/jq /etc/passwd"]);
+      assertEquals(r.stderr, "");
+      assertEquals(r.stdout, "7\n0:0\n0:0\n0:0\n");
+    });
+  },
+});
+
+/** Why mmdebstrap's fakechroot mode cannot be tried here, or null. */
+function fakechrootWhyNot(): string | null {
+  if (debianWhyNot) return debianWhyNot;
+  if (Deno.uid() === 0) {
+    return "root builds with --mode=root; fakechroot is the unprivileged fallback";
+  }
+  const missing = ["fakechroot", "fakeroot"].filter((p) => findProgram(p) === null);
+  return missing.length ? `${missing.join(" and ")} not installed` : null;
+}
+
+const fakechrootSkip = fakechrootWhyNot();
+if (fakechrootSkip) console.log(`skipping the --mode=fakechroot build: ${fakechrootSkip}`);
+
+Deno.test({
+  name: "an unprivileged debian build without an id range: --mode=fakechroot, jq included",
+  ignore: fakechrootSkip !== null,
+  async fn() {
+    await withDir(async (dir) => {
+      const lines: string[] = [];
+      await buildDebianBase(
+        {
+          suite: "bookworm",
+          mirror: "http://deb.debian.org/debian",
+          packages: ["jq"],
+          rootfs: join(dir, "rootfs"),
+          scratch: join(dir, "scratch"),
+          mode: "fakechroot",
+        },
+        lineProgress("t", (l) => lines.push(l)),
+        () => {},
+      );
+      assert(lines.some((l) => /mmdebstrap --mode=fakechroot bookworm/.test(l)), lines.join("\n"));
+      assert(lstatSync(join(dir, "rootfs/usr/bin/jq")).isFile());
+      assertEquals(lstatSync(join(dir, "rootfs/usr/bin/jq")).uid, Deno.uid());
+      assertMatch(
+        readFileSync(join(dir, "rootfs/var/lib/dpkg/status"), "utf8"),
+        /Package: jq\nStatus: install ok installed/,
+      );
     });
   },
 });

@@ -1,16 +1,18 @@
 // Issue 14, item 2: building an environment's base — manifest, skip when unchanged, atomic
 // replace, a failure that names its step and keeps the previous base, progress, host bases.
 import {
+  chmodSync,
   existsSync,
   lstatSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { removeTree } from "../../src/environments/sandbox_tree.ts";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { loadCoopfile } from "../../src/config/coopfile_load.ts";
 import { coopfileHash } from "../../src/config/coopfile_hash.ts";
@@ -18,14 +20,18 @@ import { BaseBuildError, buildBase } from "../../src/environments/base_builder.t
 import { lineProgress, SILENT_PROGRESS } from "../../src/environments/build_progress.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
+import { exec } from "../../src/sandbox/mod.ts";
+import { sandboxTest } from "../sandbox/harness.ts";
 import { miniLayers, writeOciLayout } from "../fixtures/oci_image.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "coop-base-"));
+  // As a state directory must be for a root invoker: searchable by the sandbox's host uid.
+  chmodSync(dir, 0o711);
   try {
     await fn(dir);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
   }
 }
 
@@ -66,8 +72,14 @@ Deno.test("an OCI base: rootfs, manifest, owned by the id sandbox root maps to, 
       assertEquals(lstatSync(join(paths.rootfs, file)).uid, expected, `owner of /${file}`);
       assertEquals(lstatSync(join(paths.rootfs, file)).gid, expected, `group of /${file}`);
     }
-    assertEquals(lstatSync(join(dir, "state/environments")).mode & 0o777, 0o700);
-    assertEquals(lstatSync(paths.root).mode & 0o777, 0o700);
+    // Root invokers: the sandbox's gid may search (only) the way down to the base.
+    const mode = Deno.uid() === 0 ? 0o710 : 0o700;
+    for (const path of [join(dir, "state"), join(dir, "state/environments"), paths.root]) {
+      assertEquals(lstatSync(path).mode & 0o777, mode, path);
+      if (Deno.uid() === 0) assertEquals(lstatSync(path).gid, DEFAULT_SANDBOX_HOST_ID, path);
+    }
+    assertEquals(lstatSync(paths.base).mode & 0o777, 0o700);
+    assertEquals(lstatSync(paths.base).uid, expected);
   });
 });
 
@@ -139,10 +151,13 @@ Deno.test("progress: a line per step with elapsed time and bytes, then a summary
     await build(dir, path, false, lineProgress("coop init Coopfile", (l) => lines.push(l), 0));
     assertMatch(lines[0], /^coop init Coopfile: \[\d+\.\ds\] unpack: OCI image .* \(0 B so far\)$/);
     assert(lines.some((l) => /unpack: layer 2 of 2/.test(l)), lines.join("\n"));
-    assert(lines.some((l) => /unpack: working \(\d+\.\d [kM]B so far\)/.test(l)), lines.join("\n"));
+    assert(
+      lines.some((l) => /unpack: working \(\d+(\.\d)? [KMG]?i?B so far\)/.test(l)),
+      lines.join("\n"),
+    );
     assertMatch(
       lines.at(-1)!,
-      /\] built oci:.* for coopfile-[0-9a-f]{12}: \d+\.\d MB in \d+\.\ds$/,
+      /\] built oci:.* for coopfile-[0-9a-f]{12}: \d+(\.\d)? [KMG]iB in \d+\.\ds$/,
     );
   });
 });
@@ -168,5 +183,63 @@ Deno.test("a host base writes only a manifest; installing into it is refused", a
       assertMatch(error.message, new RegExp(`${key} needs a base to install into`));
       assert(existsSync(paths.manifest), "the previous (host) base stays");
     }
+  });
+});
+
+sandboxTest(
+  "setup and agent install run in a build sandbox over the new base, with [env]",
+  async () => {
+    await withDir(async (dir) => {
+      writeOciLayout(join(dir, "image"), miniLayers(dir));
+      const path = coopfileAt(
+        dir,
+        `[base]\nimage = "oci:${dir}/image"\n` +
+          `[setup]\nrun = ["mkdir -p /usr/local/app && echo $GREETING > /usr/local/app/hello", "id -u > /usr/local/app/uid"]\n` +
+          `[agent]\ninstall = ["touch /etc/agent-installed"]\n[env]\nGREETING = "hi"\n`,
+      );
+      const lines: string[] = [];
+      const result = await build(dir, path, false, lineProgress("t", (l) => lines.push(l)));
+      const paths = environmentPaths(join(dir, "state"), path);
+      assertEquals(readFileSync(join(paths.rootfs, "usr/local/app/hello"), "utf8"), "hi\n");
+      assertEquals(
+        readFileSync(join(paths.rootfs, "usr/local/app/uid"), "utf8"),
+        "0\n",
+        "root inside",
+      );
+      assert(existsSync(join(paths.rootfs, "etc/agent-installed")));
+      const expected = Deno.uid() === 0 ? DEFAULT_SANDBOX_HOST_ID : Deno.uid();
+      assertEquals(lstatSync(join(paths.rootfs, "usr/local/app/hello")).uid, expected);
+      assertEquals(result.manifest.setup.length, 3);
+      assert(lines.some((l) => /setup: \[1\/3\] mkdir -p/.test(l)), lines.join("\n"));
+      assert(lines.some((l) => /agent: \[3\/3\] touch/.test(l)), lines.join("\n"));
+      // A failing command names its step and output; the base built above stays.
+      writeFileSync(
+        path,
+        `[base]\nimage = "oci:${dir}/image"\n[setup]\nrun = ["echo boom >&2; exit 3"]\n`,
+      );
+      const error = await assertRejects(() => build(dir, path), BaseBuildError);
+      assertEquals(error.step, "setup");
+      assertMatch(error.message, /"echo boom >&2; exit 3" exited with 3:\n\s+boom/);
+      assert(existsSync(join(paths.rootfs, "usr/local/app/hello")));
+    });
+  },
+);
+
+sandboxTest("a sandbox over the built base sees its files owned by root", async () => {
+  await withDir(async (dir) => {
+    writeOciLayout(join(dir, "image"), miniLayers(dir));
+    const path = coopfileAt(dir, `[base]\nimage = "oci:${dir}/image"\n`);
+    await build(dir, path);
+    const paths = environmentPaths(join(dir, "state"), path);
+    mkdirSync(join(dir, "work"));
+    const r = await exec({
+      workspace: join(dir, "work"),
+      rootfs: { lower: paths.rootfs, upper: join(dir, "u/upper"), work: join(dir, "u/work") },
+    }, ["/bin/sh", "-c", "ls -lnd / /usr/bin/sh /etc/hostname /usr/share/doc/coop"]);
+    assertEquals(r.stderr, "");
+    const owners = r.stdout.trim().split("\n").map((line) =>
+      line.split(/\s+/).slice(2, 4).join(":")
+    );
+    assertEquals(owners, ["0:0", "0:0", "0:0", "0:0"], r.stdout);
   });
 });
