@@ -45,6 +45,8 @@ export const TRAMPOLINE_SYMBOLS = {
   },
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
   coop_list_dir: { parameters: ["buffer", "buffer", "i64"], result: "i64" },
+  coop_tree_usage: { parameters: ["buffer", "i64", "buffer"], result: "i64" },
+  coop_mount_root: { parameters: ["buffer"], result: "i32" },
   coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
   coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
   coop_relay_reply: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i32" },
@@ -76,6 +78,8 @@ export interface Trampoline {
   coop_write_beneath(root: Buf, rel: Buf, data: Buf, length: bigint, mode: number): bigint;
   coop_drain(fd: number, max: bigint): bigint;
   coop_list_dir(path: Buf, buffer: Buf, length: bigint): bigint;
+  coop_tree_usage(path: Buf, limit: bigint, out: Buf): bigint;
+  coop_mount_root(path: Buf): number;
   coop_relay_start(path: Buf, max: number, refusal: Buf, length: bigint, out: Buf): Ptr;
   coop_relay_head(relay: Ptr, id: number, buffer: Buf, length: bigint): bigint;
   coop_relay_reply(relay: Ptr, id: number, bytes: Buf, length: bigint): number;
