@@ -12,7 +12,7 @@ import { formatByteSize } from "./byte_size.ts";
 import { SandboxQuotaError } from "./errors.ts";
 import { ensureLoopQuota } from "./loop_quota.ts";
 import type { SandboxPolicy } from "./policy.ts";
-import { measureWorkspaceBounded } from "./tree_usage.ts";
+import { measureWorkspaceBounded, warmWorkspaceUsage } from "./tree_usage.ts";
 import type { WorkspaceUsage } from "./workspace_usage.ts";
 
 /** How often the watchdog re-measures a running command's workspace. */
@@ -95,6 +95,8 @@ export class DiskQuotaWatch {
     }
     // One past the inode quota is enough to know it is exceeded.
     const maxEntries = policy.inodeQuota !== undefined ? policy.inodeQuota + 1 : policy.scanLimit;
+    // The watchdog's measurements of a workspace past the on-loop bound need a worker at once.
+    await warmWorkspaceUsage();
     const usage = await measureWorkspaceBounded(policy.workspace, maxEntries);
     const problem = over(policy, usage);
     if (problem) {

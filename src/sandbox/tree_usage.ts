@@ -9,6 +9,7 @@
  * @module
  */
 import { cString, loadTrampoline, type Trampoline } from "./ffi.ts";
+import { warmOffLoop } from "./off_loop.ts";
 import { measureWorkspaceOffLoop, type WorkspaceUsage } from "./workspace_usage.ts";
 
 /** Most entries measured on the event loop (about as long as one worker round trip). */
@@ -39,4 +40,21 @@ export async function measureWorkspaceBounded(
 ): Promise<WorkspaceUsage> {
   const quick = measureWorkspaceOnLoop(await loadTrampoline(), workspace, maxEntries);
   return quick ?? await measureWorkspaceOffLoop(workspace, maxEntries);
+}
+
+let warm: Promise<void> | undefined;
+
+/**
+ * Starts the scan workers and loads the walk in them, once per process (later calls return the
+ * same settled promise). The accounting quota awaits it before the command starts, so that the
+ * watchdog's first measurement of a workspace that outgrew the event loop's bound does not
+ * wait for a worker to start (~50 ms, far more on a loaded host) while the command writes.
+ */
+export function warmWorkspaceUsage(): Promise<void> {
+  warm ??= warmOffLoop(new URL("./workspace_usage.ts", import.meta.url), "usageWorkerReady")
+    .catch((error) => {
+      warm = undefined; // the next command tries again; the watchdog's own call reports it
+      throw error;
+    });
+  return warm;
 }
