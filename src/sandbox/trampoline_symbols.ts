@@ -57,6 +57,8 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_relay_release: { parameters: ["pointer", "u32"], result: "i32" },
   coop_relay_stop: { parameters: ["pointer"], result: "void" },
   coop_relay_free: { parameters: ["pointer"], result: "void" },
+  coop_netwatch_open: { parameters: [], result: "i32" },
+  coop_netwatch_changed: { parameters: ["i32"], result: "i32" },
 } as const satisfies Record<string, NativeSignature>;
 
 type Buf = NativeBuffer;
@@ -96,6 +98,8 @@ export interface Trampoline {
   coop_relay_release(relay: Ptr, id: number): number;
   coop_relay_stop(relay: Ptr): void;
   coop_relay_free(relay: Ptr): void;
+  coop_netwatch_open(): number;
+  coop_netwatch_changed(fd: number): number;
 }
 
 /** A loaded shared object: its functions, and what only the runtime can do with pointers. */
