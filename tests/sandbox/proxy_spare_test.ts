@@ -46,7 +46,7 @@ sandboxTest(
   "proxy: a spare that dies without a client is replaced; the next connection is served",
   async () => {
     await withWorkspace(async (workspace) => {
-      let killed: number[] = [];
+      const killed: number[] = [];
       const watcher = (async () => {
         while (!(await Deno.stat(`${workspace}/ready`).then(() => true, () => false))) {
           await new Promise((resolve) => setTimeout(resolve, 10));
@@ -73,7 +73,6 @@ sandboxTest(
       assertMatch(r.stdout, /^first=HTTP\/1\.1 407/m);
       assertMatch(r.stdout, /^second=HTTP\/1\.1 407/m);
       assertEquals(killed.length >= 1, true, "no spare was found to kill");
-      killed = [];
     });
   },
 );
