@@ -19,6 +19,8 @@
  * refusal TypeScript gave it (a 503) and closes it at once, so threads and fds stay bounded. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -518,4 +520,43 @@ void coop_relay_free(struct relay *r) {
   pthread_cond_destroy(&r->changed);
   free(r->refusal);
   free(r);
+}
+
+/* The proxy's view of this host's interfaces (src/sandbox/proxy/host_network_watch.ts) is read
+ * again only after the kernel announced a change: a NETLINK_ROUTE socket subscribed to link
+ * and address events. The kernel queues each notification to every subscriber inside the
+ * syscall that changed the address, before it returns, so a decision that finds the queue
+ * empty sees the same addresses a fresh listing would. Returns the socket, or -errno. */
+int32_t coop_netwatch_open(void) {
+  int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+  if (fd < 0) return -errno;
+  struct sockaddr_nl addr = {.nl_family = AF_NETLINK,
+                             .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+    int error = errno;
+    close(fd);
+    return -error;
+  }
+  return fd;
+}
+
+/* Drains the socket: 1 when anything arrived since the last call (or was lost: ENOBUFS, the
+ * queue overflowed), 0 when nothing did, -errno when the socket cannot be read. */
+int32_t coop_netwatch_changed(int32_t fd) {
+  char buf[8192];
+  int changed = 0;
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      changed = 1;
+    } else if (n < 0 && errno == ENOBUFS) {
+      changed = 1;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return changed;
+    } else {
+      return n < 0 ? -errno : -EIO;
+    }
+  }
 }

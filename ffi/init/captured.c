@@ -7,7 +7,8 @@
  * and opens the same CONNECT to the policy proxy that an HTTP_PROXY client would send — so the
  * proxy decides exactly as it does for those (allowlist, its own resolution, address rules,
  * connection cap) and records its denials. On "200" the bytes are spliced both ways; anything
- * else (the proxy's 403 and its reason) is passed to the client, which is then closed. */
+ * else (the proxy's 403 and its reason) is passed to the client, then the end; the client's
+ * socket is closed only once the client stops sending (coop_relay's linger, forwarder.c). */
 #include "init.h"
 
 #include <linux/errno.h>
@@ -111,14 +112,14 @@ static void serve_captured(int client, void *context) {
    * them and sends them upstream only after the policy allowed and the dial succeeded. */
   long pid = SYS5(__NR_clone, SIGCHLD, 0, 0, 0, 0);
   if (pid < 0) return;
-  if (pid == 0) coop_relay((int)client, (int)up);
+  if (pid == 0) coop_relay((int)client, (int)up, 1);
   char head[4096];
   int complete = coop_proxy_read_head(up, head, sizeof head) == 0;
   /* A refusal is passed on: an HTTP client shows the reason; any client sees the end. */
   if ((!complete || !coop_streq(head, CONNECT_OK)) &&
       send_all(client, head, coop_strlen(head)) < 0)
     return;
-  coop_relay((int)up, client);
+  coop_relay((int)up, client, 0);
 }
 
 void coop_open_capture(struct coop_capture *capture) {

@@ -129,8 +129,10 @@ __attribute__((noreturn)) void coop_exec_command(const struct coop_spec *spec);
 void coop_start_proxy_forwarder(void);
 /* forwarder.c: a connection to the policy proxy's unix socket, or -errno. */
 long coop_proxy_connect(void);
-/* forwarder.c: moves bytes from -> to until EOF, half-closes `to`, and exits. */
-__attribute__((noreturn)) void coop_relay(int from, int to);
+/* forwarder.c: moves bytes from -> to until EOF, half-closes `to`, and exits; when `to` fails
+ * and `from` is the client's TCP socket (from_is_client), first reads what the client still
+ * sends for a bounded time, so that closing it does not reset the connection. */
+__attribute__((noreturn)) void coop_relay(int from, int to, int from_is_client);
 /* forwarder.c: accepts forever, forking serve_one(client, context) for each connection. */
 __attribute__((noreturn)) void coop_accept_forever(int listener,
                                                    void (*serve_one)(int client, void *context),

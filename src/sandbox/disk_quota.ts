@@ -12,7 +12,8 @@ import { formatByteSize } from "./byte_size.ts";
 import { SandboxQuotaError } from "./errors.ts";
 import { ensureLoopQuota } from "./loop_quota.ts";
 import type { SandboxPolicy } from "./policy.ts";
-import { measureWorkspaceOffLoop, type WorkspaceUsage } from "./workspace_usage.ts";
+import { measureWorkspaceBounded, warmWorkspaceUsage } from "./tree_usage.ts";
+import type { WorkspaceUsage } from "./workspace_usage.ts";
 
 /** How often the watchdog re-measures a running command's workspace. */
 export const QUOTA_WATCH_INTERVAL_MS = 200;
@@ -94,7 +95,9 @@ export class DiskQuotaWatch {
     }
     // One past the inode quota is enough to know it is exceeded.
     const maxEntries = policy.inodeQuota !== undefined ? policy.inodeQuota + 1 : policy.scanLimit;
-    const usage = await measureWorkspaceOffLoop(policy.workspace, maxEntries);
+    // The watchdog's measurements of a workspace past the on-loop bound need a worker at once.
+    await warmWorkspaceUsage();
+    const usage = await measureWorkspaceBounded(policy.workspace, maxEntries);
     const problem = over(policy, usage);
     if (problem) {
       throw new SandboxQuotaError(
@@ -126,7 +129,7 @@ export class DiskQuotaWatch {
     if (this.#before === null) return;
     this.#timer = setInterval(() => {
       if (this.#measuring || this.#killed) return;
-      this.#measuring = measureWorkspaceOffLoop(this.#policy.workspace, this.#maxEntries)
+      this.#measuring = measureWorkspaceBounded(this.#policy.workspace, this.#maxEntries)
         .then((usage) => {
           if (over(this.#policy, usage) && this.#timer !== undefined) {
             this.#killed = true;
@@ -158,7 +161,7 @@ export class DiskQuotaWatch {
         exceeded: false,
       };
     }
-    const after = await measureWorkspaceOffLoop(this.#policy.workspace, this.#maxEntries);
+    const after = await measureWorkspaceBounded(this.#policy.workspace, this.#maxEntries);
     return {
       enforcement: "accounting",
       reason: this.#reason,

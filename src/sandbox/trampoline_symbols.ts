@@ -45,6 +45,8 @@ export const TRAMPOLINE_SYMBOLS = {
   },
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
   coop_list_dir: { parameters: ["buffer", "buffer", "i64"], result: "i64" },
+  coop_tree_usage: { parameters: ["buffer", "i64", "buffer"], result: "i64" },
+  coop_mount_root: { parameters: ["buffer"], result: "i32" },
   coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
   coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
   coop_relay_reply: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i32" },
@@ -64,6 +66,8 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_pty_resize: { parameters: ["i32", "i32", "i32"], result: "i32" },
   coop_tty_raw: { parameters: ["i32", "buffer", "i64"], result: "i32" },
   coop_tty_restore: { parameters: ["i32", "buffer"], result: "i32" },
+  coop_netwatch_open: { parameters: [], result: "i32" },
+  coop_netwatch_changed: { parameters: ["i32"], result: "i32" },
 } as const satisfies Record<string, NativeSignature>;
 
 type Buf = NativeBuffer;
@@ -85,6 +89,8 @@ export interface Trampoline {
   coop_write_beneath(root: Buf, rel: Buf, data: Buf, length: bigint, mode: number): bigint;
   coop_drain(fd: number, max: bigint): bigint;
   coop_list_dir(path: Buf, buffer: Buf, length: bigint): bigint;
+  coop_tree_usage(path: Buf, limit: bigint, out: Buf): bigint;
+  coop_mount_root(path: Buf): number;
   coop_relay_start(path: Buf, max: number, refusal: Buf, length: bigint, out: Buf): Ptr;
   coop_relay_head(relay: Ptr, id: number, buffer: Buf, length: bigint): bigint;
   coop_relay_reply(relay: Ptr, id: number, bytes: Buf, length: bigint): number;
@@ -114,6 +120,8 @@ export interface Trampoline {
   coop_pty_resize(master: number, rows: number, cols: number): number;
   coop_tty_raw(fd: number, saved: Buf, cap: bigint): number;
   coop_tty_restore(fd: number, saved: Buf): number;
+  coop_netwatch_open(): number;
+  coop_netwatch_changed(fd: number): number;
 }
 
 /** A loaded shared object: its functions, and what only the runtime can do with pointers. */

@@ -53,6 +53,11 @@ export function measureWorkspace(workspace: string, maxEntries: number): Workspa
   return { bytes, inodes, complete: true };
 }
 
+/** Answers a worker's warm-up (`warmWorkspaceUsage` in tree_usage.ts): this module is loaded. */
+export function usageWorkerReady(): boolean {
+  return true;
+}
+
 /** `measureWorkspace` on a worker thread, so a large workspace never stalls the event loop. */
 export function measureWorkspaceOffLoop(
   workspace: string,

@@ -29,6 +29,8 @@ import { randomBytes } from "node:crypto";
 import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { listenRelay, type RelayConnection } from "./native_relay.ts";
+import { loadTrampoline } from "../ffi.ts";
+import { watchedHostNetwork } from "./host_network_watch.ts";
 
 /** One request the proxy refused by policy. */
 export interface ProxyDenial {
@@ -175,12 +177,15 @@ function randomToken(): string {
  */
 export async function startPolicyProxy(options: PolicyProxyOptions): Promise<PolicyProxy> {
   const allowlist = new Allowlist(options.allowDomains);
+  const lib = await loadTrampoline();
   const decideOptions: DecideOptions = {
     resolve: options.resolve ?? systemResolver,
     allowPrivateAddresses: options.allowPrivateAddresses ?? false,
     anyPublic: options.anyPublic ?? false,
     publicForTests: options.publicForTests ?? [],
     neverDial: (options.neverDial ?? []).map(parseSocketAddress),
+    // Listed again only after the kernel announced a change (host_network_watch.ts).
+    hostNetwork: () => watchedHostNetwork(lib),
   };
   const maxConnections = options.maxConnections ?? DEFAULT_PROXY_MAX_CONNECTIONS;
   const token = randomToken();
