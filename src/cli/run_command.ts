@@ -17,7 +17,7 @@ import {
   EXIT_TIMEOUT,
   parseTimeoutFlag,
   streamCommand,
-} from "./sandbox_command.ts";
+} from "./sandbox_exec_command.ts";
 import { writeStderr } from "./stderr.ts";
 import { reportOutcome, runOnTerminal } from "./terminal_session.ts";
 import { type UserSandbox, userSandbox, UserSandboxError } from "./user_sandbox.ts";

@@ -6,29 +6,21 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
-import { type ChatMessage, runTurn, TurnError } from "../agent/mod.ts";
-import { loadSystemPrompt, withTurnContext } from "../agent/system_prompt.ts";
-import { type ProviderOptions, selectModel } from "../agent/provider_registry.ts";
-import { CoopError } from "../errors/coop_error.ts";
-import type { TrustLevel } from "../trust/trust_level.ts";
-import { SANDBOX_WORKSPACE_MOUNT } from "../tools/workspace_path.ts";
-import type { IncomingMessage, OutgoingFile, TurnOutcome } from "./turn_handler.ts";
-import { allowedTools, executorTool } from "./agent_tools.ts";
+import type { ProviderOptions } from "../agent/provider_registry.ts";
+import type { IncomingMessage, TurnOutcome } from "./turn_handler.ts";
 import { endEnvironmentSession } from "./environment_sessions.ts";
 import { heldSecrets } from "../config/held_secrets.ts";
 import { LeakGuard, type LeakStatus } from "./leak_guard.ts";
-import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
 import { type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { SessionSandboxes } from "../tools/session_sandboxes.ts";
-import { newSessionId, type SessionKey, SessionStore } from "../state/session_store.ts";
+import { SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
 import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
 import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
-import { TurnTaint } from "./turn_taint.ts";
 import { PairingStore } from "../state/pairing_store.ts";
 import { PairingGate } from "./pairing_gate.ts";
 import { pairedUsers } from "./pairing_approval.ts";
@@ -40,19 +32,13 @@ import type { TurnRequest } from "./turn_request.ts";
 import { BudgetGate, type TurnMeter } from "./budget_gate.ts";
 import { UsageStore } from "../state/usage_store.ts";
 import { LONGEST_BUDGET_WINDOW_MS } from "../config/budget_settings.ts";
+import { GatewayError } from "./gateway_error.ts";
+import { runConversationTurn } from "./conversation_turn.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
-/** Messages of a session given to the model as context. */
-export const HISTORY_LIMIT = 200;
-
-/** A turn that could not run or failed; `code` is stable, the message safe to show the owner. */
-export class GatewayError extends CoopError {
-  constructor(code: string, message: string, options?: ErrorOptions) {
-    super(code, message, options);
-    this.name = "GatewayError";
-  }
-}
+export { HISTORY_LIMIT } from "./conversation_turn.ts";
+export { GatewayError } from "./gateway_error.ts";
 
 /** What the gateway may be given instead of the real world (tests inject fakes). */
 export interface GatewayDependencies {
@@ -324,7 +310,13 @@ export class Gateway {
     const start = async () => {
       controller.signal.throwIfAborted();
       await admission?.start(controller.signal);
-      return this.#turn(request, controller.signal, meter);
+      return runConversationTurn(request, {
+        signal: controller.signal,
+        meter,
+        sessions: this.sessions,
+        leaks: () => this.leaks,
+        providerOptions: this.#providerOptions,
+      });
     };
     const key = request.session === undefined
       ? undefined
@@ -337,122 +329,4 @@ export class Gateway {
     this.#inFlight.set(controller, turn);
     return turn;
   }
-
-  async #turn(request: TurnRequest, signal: AbortSignal, meter: TurnMeter): Promise<TurnOutcome> {
-    const { route, channel, config, executor } = request;
-    const { principal, user } = route;
-    const key: SessionKey = {
-      channel,
-      user: request.sessionUser,
-      session: request.session ?? newSessionId(),
-    };
-    const stored = this.sessions.history(key, HISTORY_LIMIT);
-    // The history and every memory the turn reads lower it (ATTACKS P14); see `TurnTaint`.
-    const taint = TurnTaint.fromHistory(principal, { channel, ceiling: route.ceiling }, stored);
-    const trust = taint.trust;
-    // Every message is committed before the turn goes on (a crash of Coop loses at most the
-    // one in progress), without an fsync; the turn awaits one shared fsync of the WAL (group
-    // commit, off the event loop) before it returns, so nothing is acknowledged before it is
-    // on disk. Each carries the turn's trust when it completed, so what the turn read taints
-    // its session.
-    const persist = (message: ChatMessage) =>
-      this.sessions.append(key, toSessionMessage(message, principal.name, taint.trust), {
-        durable: false,
-      });
-    const started = performance.now();
-    log.info("gateway.turn.start", {
-      event: "gateway.turn.start",
-      channel,
-      group: request.group?.id,
-      principal: principal.name,
-      trust,
-      route: route.reason,
-      session: key.session,
-      cronJob: request.cronJob?.name,
-    });
-    const { provider, model } = selectModel(
-      config.agent.model,
-      config.providers,
-      this.#providerOptions,
-    );
-    const tools = allowedTools(executor, principal, taint.situation);
-    const system = withTurnContext(await loadSystemPrompt(config.agent.workspace), {
-      user: principal.name,
-      trust,
-      channel,
-      workspace: tools.length === 0 ? null : workspaceSeenBy(trust, config),
-      ...(request.group ? { group: `${channel}:${request.group.id}` } : {}),
-    });
-    // The user's message is committed before the model sees it: a crash cannot lose it.
-    persist({ role: "user", content: request.text });
-    const files: OutgoingFile[] = [];
-    const leakScope = () => ({ principal: principal.name, trust: taint.trust, channel });
-    const events = this.leaks.streamed(request.onEvent, leakScope);
-    try {
-      const result = await runTurn({
-        provider,
-        model,
-        system,
-        history: chatHistory(stored),
-        userText: request.text,
-        tools,
-        executeTool: executorTool(executor, {
-          taint,
-          user,
-          cronJob: request.cronJob,
-          onSandboxSeconds: meter.addSandboxSeconds,
-          session: key,
-          files,
-          leaks: this.leaks,
-          ...(request.group ? { groupDir: request.group.dir } : {}),
-        }),
-        maxIterations: config.agent.maxIterations,
-        maxTokens: config.agent.maxTokens,
-        signal,
-        onEvent: events.onEvent,
-        onMessage: persist,
-        onUsage: (usage) => meter.addTokens(usage.inputTokens + usage.outputTokens),
-      });
-      events.flush();
-      log.info("gateway.turn.end", {
-        event: "gateway.turn.end",
-        channel,
-        principal: principal.name,
-        session: key.session,
-        stopReason: result.stopReason,
-        trust: taint.trust,
-        tools: result.tools,
-        durationMs: Math.round(performance.now() - started),
-      });
-      if (result.stopReason === "cancelled" && signal.reason instanceof GatewayError) {
-        throw signal.reason;
-      }
-      const reply = this.leaks.redact(result.reply, { ...leakScope(), where: "reply" });
-      return {
-        reply,
-        session: key.session,
-        tools: result.tools,
-        ...(files.length ? { files } : {}),
-      };
-    } catch (error) {
-      if (error instanceof TurnError) {
-        log.error("gateway.turn.failed {code}: {message}", {
-          event: "gateway.turn.failed",
-          channel,
-          principal: principal.name,
-          session: key.session,
-          code: error.code,
-          message: error.message,
-        });
-      }
-      throw error;
-    } finally {
-      await this.sessions.flush();
-    }
-  }
-}
-
-/** Where the turn's tools see files: the owner's on the host, everyone else's in the sandbox. */
-function workspaceSeenBy(trust: TrustLevel, config: CoopConfig): string {
-  return trust === "owner" ? config.agent.workspace : SANDBOX_WORKSPACE_MOUNT;
 }

@@ -1,6 +1,6 @@
 /**
- * What the cgroup v1 and v2 limit paths share: the interface spawn.ts drives, unique names for
- * sandbox cgroups, and small readers of cgroupfs files.
+ * What the cgroup v1 and v2 limit paths share: the interface a sandbox's start and end drive,
+ * unique names for sandbox cgroups, and small readers of cgroupfs files.
  * @module
  */
 import { readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";

@@ -20,13 +20,8 @@ import { waitForExit } from "./reaper.ts";
 import { sessionCapture } from "./session_capture.ts";
 import { setupFailure } from "./setup_failure.ts";
 import { buildCommandSpec } from "./spec.ts";
-import {
-  canonicalWorkspace,
-  logSetupFailure,
-  type ProxyTestHooks,
-  type StartedInit,
-  startInit,
-} from "./spawn.ts";
+import { canonicalWorkspace, type ProxyTestHooks } from "./spawn.ts";
+import { logSetupFailure, type StartedInit, startInit } from "./start_init.ts";
 import type { CgroupHost } from "./cgroup_host.ts";
 import type { StepName } from "./protocol.ts";
 import { timeoutProblem } from "./duration.ts";

@@ -131,9 +131,9 @@ test("limits: a 1 GiB allocation under a 256 MiB limit is stopped; pids are capp
     assert.ok(Number(pids.stdout.trim()) < 16, `40 forks under pids 16 gave ${pids.stdout}`);
   }));
 
-// tests/sandbox/default_limits_test.ts and probe.ts's resource-limits check: the seeded defaults
-// (memory 2 GiB, 512 processes), reported with the path that enforced them (ExecResult.limits),
-// and that path is the one the command really ran under.
+// tests/sandbox/default_limits_test.ts and probe_limits.ts's resource-limits check: the seeded
+// defaults (memory 2 GiB, 512 processes), reported with the path that enforced them
+// (ExecResult.limits), and that path is the one the command really ran under.
 test("limits: the default limits are reported with the path that applied them, as applied", () =>
   inWorkspace(async (workspace) => {
     const GiB = 2 ** 30;

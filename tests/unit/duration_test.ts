@@ -6,7 +6,7 @@ import {
   timeoutProblem,
 } from "../../src/sandbox/duration.ts";
 import { exec, SandboxPolicyError } from "../../src/sandbox/mod.ts";
-import { parseTimeoutFlag } from "../../src/cli/sandbox_command.ts";
+import { parseTimeoutFlag } from "../../src/cli/sandbox_exec_command.ts";
 import { UsageError } from "../../src/cli/usage_error.ts";
 
 Deno.test("parseDuration: the one syntax, including where the two old parsers disagreed", () => {

@@ -8,7 +8,7 @@ import {
 } from "../../src/sandbox/mod.ts";
 import { describeCgroupHost } from "../../src/sandbox/cgroup_host.ts";
 import { RLIMIT } from "../../src/sandbox/limits.ts";
-import { parseLimitFlags } from "../../src/cli/sandbox_command.ts";
+import { parseLimitFlags } from "../../src/cli/sandbox_exec_command.ts";
 import { UsageError } from "../../src/cli/usage_error.ts";
 
 const MiB = 2 ** 20;

@@ -1,0 +1,185 @@
+/**
+ * `startInit()`: a sandbox built up to its command — policy resolved to limits, ids, rootfs and
+ * protected paths, the policy proxy started, the spec built and the init cloned. Everything it
+ * started is undone when a step fails.
+ * @module
+ */
+import process from "node:process";
+import { getLogger } from "@logtape/logtape";
+import { cgroupHost } from "./cgroup_host.ts";
+import type { SandboxCgroup } from "./cgroup_files.ts";
+import { sandboxCgroup } from "./sandbox_cgroup.ts";
+import { DiskQuotaWatch } from "./disk_quota.ts";
+import { SandboxSetupError } from "./errors.ts";
+import { assertHostIdsFree } from "./host_ids.ts";
+import { loadTrampoline, PARAM, type Trampoline } from "./ffi.ts";
+import { type AppliedLimits, planLimits } from "./limits.ts";
+import type { SandboxPolicy } from "./policy.ts";
+import { startSandbox } from "./prestart.ts";
+import { protectedPathsOffLoop } from "./protected_paths.ts";
+import { type PolicyProxy, startPolicyProxy } from "./proxy/policy_proxy.ts";
+import { buildSpec } from "./spec.ts";
+import { prepareRootfs } from "./rootfs.ts";
+import { type OpenedTerminal, openTerminal } from "./terminal.ts";
+import type { SpawnOptions } from "./spawn_options.ts";
+
+const log = getLogger(["coop", "sandbox"]);
+
+function outerIds(policy: SandboxPolicy): { uid: number; gid: number; idmapped: boolean } {
+  // Root is never root inside: kuid 0 could write /proc/sys and more without Landlock. Nor is
+  // it an id a host account has, which could signal the sandbox (ATTACKS P15). The workspace
+  // is then idmapped so that files still belong to the invoker (ffi/spawn.c).
+  const uid = process.getuid?.() ?? 0, gid = process.getgid?.() ?? 0;
+  if (uid === 0) {
+    assertHostIdsFree(policy.sandboxUid, policy.sandboxGid);
+    return { uid: policy.sandboxUid, gid: policy.sandboxGid, idmapped: true };
+  }
+  return { uid, gid, idmapped: false };
+}
+
+/** Logs a sandbox that could not be built (the command never ran); returns the error. */
+export function logSetupFailure(
+  error: SandboxSetupError,
+  argv: readonly string[],
+): SandboxSetupError {
+  log.info("sandbox.setup_failed {step} {errno}", { step: error.step, errno: error.errno, argv });
+  return error;
+}
+
+/** A started init and what the gateway keeps for it until it is reaped. */
+export interface StartedInit {
+  lib: Trampoline;
+  /** coop_start's `out`: pid, pidfd, pipes, report pipe, go socket. */
+  out: Int32Array;
+  limits: AppliedLimits;
+  /** The [resource, value] rlimits of the limits plan (each session command sets them too). */
+  rlimits: readonly (readonly [number, number])[];
+  /** The ids the sandbox's root maps to outside. */
+  ids: { uid: number; gid: number };
+  cgroup: SandboxCgroup | null;
+  proxy: PolicyProxy | null;
+  quota: DiskQuotaWatch | null;
+  /** The command's pseudo-terminal (`SpawnOptions.terminal`), else null. */
+  tty: OpenedTerminal | null;
+}
+
+/**
+ * Builds a sandbox under `policy` (workspace as given) up to the command: its spec sent, its
+ * init building the world. `session` makes it a session sandbox (session.ts). Throws
+ * SandboxSetupError, with everything it started undone.
+ */
+export async function startInit(
+  policy: SandboxPolicy,
+  argv: readonly string[],
+  options: SpawnOptions,
+  session = false,
+): Promise<StartedInit> {
+  const lib = await loadTrampoline();
+  // Over quota: refused before anything starts; under it, each file is bounded by what is left.
+  const quota = await DiskQuotaWatch.before(policy);
+  const limited = quota ? { ...policy, fileSizeBytes: quota.fileSizeBytes } : policy;
+  const limits = planLimits(limited, options.cgroupHost ?? cgroupHost());
+  const ids = outerIds(policy);
+  prepareRootfs(policy, ids, ids.idmapped);
+  // Off the event loop, and before anything is started: a workspace too large to check fails
+  // here, closed (ATTACKS R12).
+  const protectedPaths = await protectedPathsOffLoop(
+    policy.workspace,
+    policy.protectedNames,
+    policy.scanLimit,
+  );
+  const proxied = policy.network === "proxy" || policy.network === "public";
+  const proxy = proxied ? await startProxy(policy, ids, argv, options) : null;
+  let spec: Uint8Array;
+  try {
+    spec = buildSpec(policy, argv, {
+      env: options.env,
+      cwd: options.cwd,
+      failAt: options.failAt,
+      rlimits: limits.rlimits,
+      proxy: proxy ?? undefined,
+      protectedPaths,
+      session,
+      terminal: options.terminal !== undefined,
+    });
+  } catch (error) {
+    await proxy?.close();
+    throw error;
+  }
+  let tty: OpenedTerminal | null = null;
+  try {
+    tty = options.terminal ? openTerminal(lib, options.terminal) : null;
+  } catch (error) {
+    await proxy?.close();
+    if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
+    throw error;
+  }
+  const shape = { newNet: policy.network !== "host", uid: ids.uid, gid: ids.gid };
+  const params = new Int32Array(PARAM.count);
+  params[PARAM.wantStdin] = options.stdin && !tty ? 1 : 0;
+  params[PARAM.terminal] = tty ? tty.slave + 1 : 0;
+  const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
+  const cgroup = sandboxCgroup(limits);
+  const attach = cgroup ? cgroup.attachList() : null;
+  let out: Int32Array;
+  try {
+    out = startSandbox(
+      lib,
+      shape,
+      (started) => lib.coop_start(spec, BigInt(spec.length), params, idmap, attach, started),
+    );
+  } catch (error) {
+    tty?.closeMaster();
+    tty?.terminal.socket.destroy();
+    await cgroup?.destroy();
+    await proxy?.close();
+    if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
+    throw error;
+  } finally {
+    // The init holds its own copy now (or nothing does): the master then reads EIO once the
+    // command's side is closed, which ends the relay.
+    tty?.closeSlave();
+  }
+  return {
+    lib,
+    out,
+    limits: limits.applied,
+    rlimits: limits.rlimits,
+    ids,
+    cgroup,
+    proxy,
+    quota,
+    tty,
+  };
+}
+
+/** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */
+function startProxy(
+  policy: SandboxPolicy,
+  ids: { uid: number; gid: number },
+  argv: readonly string[],
+  options: SpawnOptions,
+): Promise<PolicyProxy> {
+  return startPolicyProxy({
+    allowDomains: policy.allowDomains,
+    resolve: options.proxy?.resolve,
+    allowPrivateAddresses: options.proxy?.allowPrivateAddresses,
+    anyPublic: policy.network === "public",
+    publicForTests: options.proxy?.publicAddresses,
+    neverDial: policy.proxyNeverDial,
+    maxConnections: policy.proxyMaxConnections,
+    socketOwner: (process.getuid?.() ?? 0) === 0 ? ids : undefined,
+    onDenied: (denial) => {
+      const message = "sandbox.proxy_denied {command}: {host}:{port} {reason}";
+      const fields = { command: argv[0], ...denial };
+      if (options.expectViolations) log.debug(message, fields);
+      else log.warn(message, fields);
+    },
+    onCapReached: (maxConnections) =>
+      log.warn(
+        "sandbox.limit.proxy_connections {command}: {maxConnections} proxy connections open; " +
+          "refusing more",
+        { command: argv[0], maxConnections },
+      ),
+  });
+}
