@@ -43,6 +43,18 @@ export interface DiskQuotaReport {
   exceeded: boolean;
 }
 
+/**
+ * Blocks a file of `size` bytes may take beyond its data: RLIMIT_FSIZE bounds the size, the
+ * quota counts allocated blocks, and a fragmented file takes extent-tree blocks besides (ext4:
+ * a 4 KiB block per ≤ 340 extents of ≥ 4 KiB each, plus the levels above). Without this a file
+ * stopped exactly at the quota left went over it by a block whenever the file system split it
+ * into more than the inode's four extents (a test that failed under load on CI).
+ */
+function fileMetadataBytes(size: number): number {
+  if (!Number.isFinite(size) || size === 0) return 0;
+  return Math.min(size, Math.ceil(size / 256) + 16 * 1024);
+}
+
 function over(policy: SandboxPolicy, usage: WorkspaceUsage): string | null {
   if (policy.inodeQuota !== undefined && usage.inodes > policy.inodeQuota) {
     return `${usage.complete ? "" : "more than "}${usage.inodes} files and directories, over ` +
@@ -115,13 +127,16 @@ export class DiskQuotaWatch {
     return new DiskQuotaWatch(policy, usage, maxEntries, reason);
   }
 
-  /** RLIMIT_FSIZE for the command: the quota left, or the policy's limit if smaller. */
+  /**
+   * RLIMIT_FSIZE for the command: the quota left less what the file system allocates beside a
+   * file's data, or the policy's limit if smaller.
+   */
   get fileSizeBytes(): number {
     if (this.#before === null) return this.#policy.fileSizeBytes; // the file system bounds it
     const left = this.#policy.diskQuotaBytes === undefined
       ? Infinity
       : Math.max(0, this.#policy.diskQuotaBytes - this.#before.bytes);
-    return Math.min(this.#policy.fileSizeBytes, left);
+    return Math.min(this.#policy.fileSizeBytes, left - fileMetadataBytes(left));
   }
 
   /** Starts the watchdog: `kill` ends the sandbox once its workspace goes over quota. */
