@@ -180,8 +180,10 @@ sandboxTest({
     );
     const interrupted = s.output().length;
     await s.type("\x03");
-    await s.type("echo alive-after-ctrl-c\n");
-    await s.waitFor(/alive-after-ctrl-c\r\n/);
+    // What the shell prints, not the pty's echo of what was typed (which would match at once,
+    // while sleep may still be dying): the shell runs it only once it has reaped sleep.
+    await s.type("echo alive-after-$((6 * 7))\n");
+    await s.waitFor(/alive-after-42\r\n/);
     assert(s.output().slice(interrupted).includes("^C"), s.output().slice(interrupted));
     assert(!descendants(s.child.pid).some((p) => p.cmdline === "sleep 100 "));
     await s.type("exit 3\n");
