@@ -3,10 +3,10 @@
  * @module
  */
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { parse as parseToml, TomlError } from "smol-toml";
+import { parseTomlDocument } from "./toml_document.ts";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import type { Budget } from "./budget_settings.ts";
-import { ConfigError, diagnosticsFromIssues } from "./config_diagnostic.ts";
+import { ConfigError } from "./config_diagnostic.ts";
 import { configSchema, type OWNER_LEAK_SCANS, type RawConfig } from "./config_schema.ts";
 import type { PairingSettings } from "./pairing_settings.ts";
 import {
@@ -124,25 +124,7 @@ export function parseConfig(
   baseDir: string = dirname(resolve(file)),
   home: string | undefined = Deno.env.get("HOME"),
 ): CoopConfig {
-  let data: unknown;
-  try {
-    data = parseToml(text);
-  } catch (error) {
-    if (!(error instanceof TomlError)) throw error;
-    // smol-toml's message repeats the source with a caret; keep its first line only.
-    const reason = error.message.split("\n")[0].replace(/^Invalid TOML document: /, "");
-    throw new ConfigError(file, [{
-      severity: "error",
-      code: "config.syntax",
-      path: `line ${error.line}, column ${error.column}`,
-      message: `TOML syntax error: ${reason}`,
-    }], { cause: error });
-  }
-  const result = configSchema.safeParse(data);
-  if (!result.success) {
-    throw new ConfigError(file, diagnosticsFromIssues(result.error.issues, data));
-  }
-  const raw = result.data;
+  const raw = parseTomlDocument(text, file, configSchema);
   const workspace = expandPath(raw.agent.workspace ?? "workspace", baseDir, home);
   const stateDir = expandPath(raw.agent.state_dir ?? ".coop", baseDir, home);
   const { enabled, workspace_scope, ...globalOverrides } = raw.sandbox;

@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { parse as parseToml, TomlError } from "smol-toml";
+import { parseTomlDocument } from "./toml_document.ts";
 import { errorMessage } from "../errors/coop_error.ts";
 import type { BaseImage, Coopfile } from "./coopfile.ts";
 import {
@@ -66,24 +66,7 @@ function readCoopfile(file: string): string {
 
 /** Parses and validates one Coopfile's text; relative OCI paths stay as written here. */
 export function parseCoopfileText(text: string, file: string): RawCoopfile {
-  let data: unknown;
-  try {
-    data = parseToml(text);
-  } catch (error) {
-    if (!(error instanceof TomlError)) throw error;
-    const reason = error.message.split("\n")[0].replace(/^Invalid TOML document: /, "");
-    throw new ConfigError(file, [{
-      severity: "error",
-      code: "config.syntax",
-      path: `line ${error.line}, column ${error.column}`,
-      message: `TOML syntax error: ${reason}`,
-    }], { cause: error });
-  }
-  const result = coopfileSchema.safeParse(data);
-  if (!result.success) {
-    throw new ConfigError(file, diagnosticsFromIssues(result.error.issues, data));
-  }
-  return result.data;
+  return parseTomlDocument(text, file, coopfileSchema);
 }
 
 /** One file's contribution with its OCI path made absolute against the file's directory. */
