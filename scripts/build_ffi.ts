@@ -105,6 +105,7 @@ run("gcc", [
   `${ffi}/relay.c`,
   `${ffi}/session.c`,
   `${ffi}/pty.c`,
+  `${ffi}/syncfs.c`,
   `${ffi}/init_blob.S`,
   "-pthread",
 ]);

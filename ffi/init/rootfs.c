@@ -59,7 +59,14 @@ static void config_string(int step, long fs, const char *key, const char *value)
   coop_check(step, SYS5(__NR_fsconfig, fs, FSCONFIG_SET_STRING, key, value, 0));
 }
 
-/* A detached overlay mount (nosuid, nodev) of host paths seen under /oldroot. */
+/* A detached overlay mount (nosuid, nodev) of host paths seen under /oldroot.
+ *
+ * "volatile": no sync of the upper file system, ever. Without it the unmount when the sandbox
+ * ends syncs the upper's whole file system on exec()'s path (the pid namespace's last exit waits
+ * for it); the gateway syncs it after the result instead (src/sandbox/upper_sync.ts). A volatile
+ * mount leaves work/incompat/volatile in its work directory, and the kernel refuses to mount over
+ * that again: each sandbox gets a fresh work directory (src/sandbox/overlay_workdir.ts), never
+ * visible inside a sandbox. */
 static long overlay_tree(int step, const char *lower, const char *upper, const char *work) {
   char path[COOP_PATH_MAX];
   long fs = coop_check(step, SYS2(__NR_fsopen, "overlay", FSOPEN_CLOEXEC));
@@ -73,6 +80,7 @@ static long overlay_tree(int step, const char *lower, const char *upper, const c
   config_string(step, fs, "redirect_dir", "nofollow");
   config_string(step, fs, "metacopy", "off");
   config_string(step, fs, "index", "off");
+  coop_check(step, SYS5(__NR_fsconfig, fs, FSCONFIG_SET_FLAG, "volatile", 0, 0));
   coop_check(step, SYS5(__NR_fsconfig, fs, FSCONFIG_CMD_CREATE, 0, 0, 0));
   long tree = coop_check(step, SYS3(__NR_fsmount, fs, FSMOUNT_CLOEXEC,
                                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));

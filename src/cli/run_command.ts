@@ -9,7 +9,11 @@ import process from "node:process";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
-import { cgroupHostWithDelegation, SandboxError } from "../sandbox/mod.ts";
+import {
+  cgroupHostWithDelegation,
+  environmentWritesSettled,
+  SandboxError,
+} from "../sandbox/mod.ts";
 import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
 import {
@@ -102,6 +106,8 @@ async function runIn(
     if (!(error instanceof SandboxError)) throw error;
     writeStderr(`coop: ${error.message}\n`);
     return EXIT_SANDBOX_FAILED;
+  } finally {
+    await environmentWritesSettled();
   }
 }
 

@@ -17,6 +17,7 @@ import { connectionCap, openFileLimit } from "./connection_budget.ts";
 import { listenFailure } from "./listen_failure.ts";
 import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
 import { ConfigReloader } from "./config_reload.ts";
+import { environmentWritesSettled } from "../sandbox/mod.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -123,6 +124,7 @@ export async function startCommand(
   // Cancel turns first: an HTTP shutdown waits for its requests, which wait for their turns.
   await Promise.all([gateway.drain(), cron.stop(), messengers.stop({ cancel: true })]);
   await server?.shutdown();
+  await environmentWritesSettled();
   gateway.close();
   lock?.release();
   stopListening();

@@ -17,6 +17,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { SandboxPolicyError } from "./errors.ts";
+import { sweepWorkdirs } from "./overlay_workdir.ts";
 import type { SandboxPolicy } from "./policy.ts";
 
 /** Host ids of the sandbox's root: its files on disk belong to them. */
@@ -124,10 +125,61 @@ function mirrorHostDirectories(from: string, to: string, ids: RootIds, asRoot: b
 }
 
 /**
+ * The directories a past `prepareRootfs` made and checked, by what it was asked, with the
+ * identity (device, inode, owner) each had then. Walking every component of every path again
+ * costs ≈ 0.2 ms of the event loop per command (about 30 lstat calls); a user's next command
+ * asks the same, so one lstat per directory proves nothing changed below the parents, which
+ * lie in the owner's own state directory. A directory removed (`coop sandbox reset`) or
+ * replaced makes the full walk run again. Bounded: the oldest entry goes past `CHECKED_MAX`.
+ */
+const checked = new Map<string, string>();
+const CHECKED_MAX = 256;
+
+/** Device, inode and owner of each of `paths` (no symlink followed); null if one is missing. */
+function identities(paths: readonly string[]): string | null {
+  const parts: string[] = [];
+  for (const path of paths) {
+    const info = lstatOrNull(path);
+    if (!info?.isDirectory()) return null;
+    parts.push(`${info.dev}:${info.ino}:${info.uid}`);
+  }
+  return parts.join(",");
+}
+
+/** The directories `prepareRootfs` makes or checks for `policy`: looked at again on every call. */
+function preparedPaths(policy: SandboxPolicy): string[] {
+  const rootfs = policy.rootfs;
+  const paths: string[] = [];
+  if (rootfs && "directory" in rootfs) paths.push(rootfs.directory);
+  else if (rootfs) {
+    paths.push(rootfs.upper, rootfs.work);
+    paths.push(rootfs.lower === "host" ? join(rootfs.upper, HOST_LOWER_DIR) : rootfs.lower);
+  }
+  for (const bind of policy.persist) paths.push(bind.source);
+  return paths;
+}
+
+/**
  * Makes and checks the environment directories of `policy` for a sandbox whose root is
  * `ids` on the host (`asRoot`: the invoker is root and must chown what it makes).
  */
 export function prepareRootfs(policy: SandboxPolicy, ids: RootIds, asRoot: boolean): void {
+  if (!policy.rootfs && policy.persist.length === 0) return;
+  const key = JSON.stringify([policy.rootfs, policy.persist.map((b) => b.source), ids, asRoot]);
+  const paths = preparedPaths(policy);
+  const seen = checked.get(key);
+  if (seen !== undefined && seen === identities(paths)) return;
+  checked.delete(key);
+  walkRootfs(policy, ids, asRoot);
+  if (policy.rootfs && "work" in policy.rootfs) sweepWorkdirs(policy.rootfs.work);
+  const now = identities(paths);
+  if (now === null) return;
+  if (checked.size >= CHECKED_MAX) checked.delete(checked.keys().next().value!);
+  checked.set(key, now);
+}
+
+/** What `prepareRootfs` does when it has not seen these directories as they are. */
+function walkRootfs(policy: SandboxPolicy, ids: RootIds, asRoot: boolean): void {
   const rootfs = policy.rootfs;
   if (rootfs && "directory" in rootfs) {
     reachableDirectory("rootfs.directory", rootfs.directory, ids);

@@ -15,6 +15,8 @@ import { setupFailure } from "./setup_failure.ts";
 import { decodeWaitStatus, type SignalName, signalNumber } from "./wait_status.ts";
 import type { SandboxProcess } from "./sandbox_process.ts";
 import { logSetupFailure, type StartedInit } from "./start_init.ts";
+import { discardWorkdir } from "./overlay_workdir.ts";
+import { syncUpperInBackground } from "./upper_sync.ts";
 
 /** How long the init may take to end its sandbox when asked before it is killed outright. */
 const END_GRACE_MS = 2000;
@@ -29,7 +31,7 @@ export function trackSandbox(
   argv: readonly string[],
   timeoutMs: number | undefined,
 ): SandboxProcess {
-  const { lib, out, limits, cgroup, proxy, quota, tty } = started;
+  const { lib, out, limits, cgroup, proxy, quota, tty, upper, workdir } = started;
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
     new net.Socket({ fd, readable: !writable, writable });
@@ -66,6 +68,8 @@ export function trackSandbox(
     lib.coop_close(pidfd);
     lib.coop_close(out[OUT.go]);
     tty?.closeMaster();
+    discardWorkdir(workdir);
+    syncUpperInBackground(upper);
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     await cgroup?.destroy();
     const disk = quota ? await quota.finish() : null;

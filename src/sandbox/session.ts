@@ -26,6 +26,8 @@ import type { CgroupHost } from "./cgroup_host.ts";
 import type { StepName } from "./protocol.ts";
 import { timeoutProblem } from "./duration.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
+import { discardWorkdir } from "./overlay_workdir.ts";
+import { syncUpperInBackground } from "./upper_sync.ts";
 
 const log = getLogger(["coop", "sandbox", "session"]);
 
@@ -142,7 +144,10 @@ export async function startSession(
       else if (kind === RECORD.utime && command) command.utimeMs = b;
       else if (kind === RECORD.stime && command) command.stimeMs = b;
       else if (kind === RECORD.refused && command) command.refused = b;
-      else if (kind === RECORD.ended && command) command.ended(b);
+      else if (kind === RECORD.ended && command) {
+        command.ended(b);
+        syncUpperInBackground(init.upper);
+      }
     }
   });
   report.on("error", () => {});
@@ -152,6 +157,8 @@ export async function startSession(
     report.destroy();
     lib.coop_close(out[OUT.pidfd]);
     lib.coop_close(out[OUT.go]);
+    discardWorkdir(init.workdir);
+    syncUpperInBackground(init.upper);
     // Commands still running ended with the sandbox: their process was killed.
     for (const command of pending.values()) command.ended(signalNumber("SIGKILL"));
     await init.cgroup?.destroy();

@@ -19,6 +19,7 @@ import { startSandbox } from "./prestart.ts";
 import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { type PolicyProxy, startPolicyProxy } from "./proxy/policy_proxy.ts";
 import { buildSpec } from "./spec.ts";
+import { discardWorkdir, freshWorkdir } from "./overlay_workdir.ts";
 import { prepareRootfs } from "./rootfs.ts";
 import { type OpenedTerminal, openTerminal } from "./terminal.ts";
 import type { SpawnOptions } from "./spawn_options.ts";
@@ -61,6 +62,10 @@ export interface StartedInit {
   quota: DiskQuotaWatch | null;
   /** The command's pseudo-terminal (`SpawnOptions.terminal`), else null. */
   tty: OpenedTerminal | null;
+  /** The environment's upper layer on the host (mounted volatile: upper_sync.ts), else null. */
+  upper: string | null;
+  /** This sandbox's own overlay work directory (overlay_workdir.ts), else null. */
+  workdir: string | null;
 }
 
 /**
@@ -90,9 +95,10 @@ export async function startInit(
   );
   const proxied = policy.network === "proxy" || policy.network === "public";
   const proxy = proxied ? await startProxy(policy, ids, argv, options) : null;
+  const workdir = overlayWorkdir(policy, ids);
   let spec: Uint8Array;
   try {
-    spec = buildSpec(policy, argv, {
+    spec = buildSpec(workdir ? withWorkdir(policy, workdir) : policy, argv, {
       env: options.env,
       cwd: options.cwd,
       failAt: options.failAt,
@@ -103,6 +109,7 @@ export async function startInit(
       terminal: options.terminal !== undefined,
     });
   } catch (error) {
+    discardWorkdir(workdir);
     await proxy?.close();
     throw error;
   }
@@ -110,6 +117,7 @@ export async function startInit(
   try {
     tty = options.terminal ? openTerminal(lib, options.terminal) : null;
   } catch (error) {
+    discardWorkdir(workdir);
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
@@ -131,6 +139,7 @@ export async function startInit(
   } catch (error) {
     tty?.closeMaster();
     tty?.terminal.socket.destroy();
+    discardWorkdir(workdir);
     await cgroup?.destroy();
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
@@ -150,7 +159,22 @@ export async function startInit(
     proxy,
     quota,
     tty,
+    upper: policy.rootfs && "upper" in policy.rootfs ? policy.rootfs.upper : null,
+    workdir,
   };
+}
+
+/** A fresh overlay work directory when `policy` has an overlay root, else null. */
+function overlayWorkdir(
+  policy: SandboxPolicy,
+  ids: { uid: number; gid: number; idmapped: boolean },
+): string | null {
+  const rootfs = policy.rootfs;
+  return rootfs && "work" in rootfs ? freshWorkdir(rootfs.work, ids, ids.idmapped) : null;
+}
+
+function withWorkdir(policy: SandboxPolicy, work: string): SandboxPolicy {
+  return { ...policy, rootfs: { ...policy.rootfs!, work } as SandboxPolicy["rootfs"] };
 }
 
 /** One policy proxy per sandbox; its socket belongs to the sandbox's outer ids. */

@@ -22,6 +22,7 @@ Deno.test("the loader refuses a library built from other sources and says how to
         `${root}ffi/pty.c`,
         `${root}ffi/relay.c`,
         `${root}ffi/session.c`,
+        `${root}ffi/syncfs.c`,
         `${root}ffi/init_blob.S`,
         "-pthread",
       ],
