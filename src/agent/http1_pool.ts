@@ -24,6 +24,8 @@ interface Idle {
   drop: () => void;
 }
 
+const noop = () => {};
+
 /** Idle connections of one dialer, by `host|port|tls`; the newest last. */
 const pools = new WeakMap<object, Map<string, Idle[]>>();
 
@@ -43,6 +45,7 @@ export function takeIdle(owner: object, key: string): net.Socket | undefined {
       socket.ref();
       return socket;
     }
+    socket.on("error", noop);
     socket.destroy();
   }
   return undefined;
@@ -61,6 +64,8 @@ export function release(owner: object, key: string, socket: net.Socket): void {
       unwatch(idle);
       const at = list.indexOf(idle);
       if (at >= 0) list.splice(at, 1);
+      // A late error of the closed socket must find a listener (or it would be thrown).
+      socket.on("error", noop);
       socket.destroy();
     },
   };
