@@ -252,3 +252,18 @@ Deno.test("malformed responses are provider.malformed errors naming the provider
     });
   }
 });
+
+Deno.test("a status a web Response cannot carry (101, above 599) is refused, its connection closed", async () => {
+  for (const status of [101, 600]) {
+    await withRawServer(
+      (socket) => socket.write(`HTTP/1.1 ${status} Odd\r\ncontent-length: 0\r\n\r\n`),
+      async (url) => {
+        const { dial, dials } = counting();
+        const error = await assertRejects(() => post(url, dial), RangeError);
+        assertEquals(error.message, `the server answered with HTTP status ${status}`);
+        await assertRejects(() => post(url, dial), RangeError);
+        assertEquals(dials(), 2, "the refused answer's connection was not kept");
+      },
+    );
+  }
+});
