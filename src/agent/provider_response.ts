@@ -6,9 +6,29 @@
  * read waits for the server; one abort listener per response cancels it.
  * @module
  */
-import type http from "node:http";
+/** Where the body arrives: each chunk, its end, or the error the connection failed with. */
+export interface BodySink {
+  /** The next piece of the body. */
+  data(chunk: Uint8Array): void;
+  /** The body is complete (its connection is back in the pool, or closed). */
+  end(): void;
+  /** The connection broke (reset, closed mid-body, malformed framing); it is closed. */
+  error(error: Error): void;
+}
 
-/** How the body is read: the idle limit, cancellation, and the errors it can end with. */
+/** The connection a body is read from. */
+export interface BodySource {
+  /** Sets where the body goes (called once, at once). */
+  listen(sink: BodySink): void;
+  /** Stops reading the connection: the reader is behind. */
+  pause(): void;
+  /** Reads the connection again. */
+  resume(): void;
+  /** Closes the connection, unless the body has ended (then it is no longer the body's). */
+  close(): void;
+}
+
+/** How the body is read: the idle limit, cancellation, and the error a stall ends it with. */
 export interface BodyOptions {
   /** How long one read may wait for the next chunk. */
   idleMs: number;
@@ -16,10 +36,6 @@ export interface BodyOptions {
   signal?: AbortSignal;
   /** The error a stall ends the body with. */
   stalled: () => Error;
-  /** The error a failing connection (reset, closed mid-chunk) ends the body with. */
-  broken: (cause: unknown) => Error;
-  /** Closes the connection. */
-  close: () => void;
 }
 
 /** How long a body abandoned before its end may take to finish, so its connection is reused. */
@@ -43,7 +59,7 @@ export class ProviderResponse {
   readonly status: number;
   readonly #raw: readonly string[];
   #headers: Headers | undefined;
-  readonly #response: http.IncomingMessage;
+  readonly #source: BodySource;
   readonly #options: BodyOptions;
   readonly #chunks: Uint8Array[] = [];
   #queuedBytes = 0;
@@ -52,36 +68,40 @@ export class ProviderResponse {
   #draining = false;
   #failure: unknown = null;
   #waiter: Waiter | null = null;
+  /** Resolves a `cancel()` that waits for the drain. */
+  #drained: (() => void) | null = null;
   /** When the pending read began waiting (`performance.now()`). */
   #waitingSince = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #onAbort = () => this.#fail(this.#options.signal!.reason);
 
-  /** Reads `response`'s body as `options` say; the caller has checked the signal. */
-  constructor(response: http.IncomingMessage, options: BodyOptions) {
-    this.status = response.statusCode ?? 0;
-    this.#raw = response.rawHeaders;
-    this.#response = response;
+  /** Reads the body `source` delivers as `options` say; the caller has checked the signal. */
+  constructor(
+    status: number,
+    rawHeaders: readonly string[],
+    source: BodySource,
+    options: BodyOptions,
+  ) {
+    this.status = status;
+    this.#raw = rawHeaders;
+    this.#source = source;
     this.#options = options;
-    response.on("data", (chunk: Uint8Array) => {
-      if (this.#draining) return;
-      this.#chunks.push(chunk);
-      this.#queuedBytes += chunk.length;
-      if (this.#queuedBytes >= READ_AHEAD_BYTES && !this.#paused) {
-        this.#paused = true;
-        response.pause();
-      }
-      this.#wake();
-    });
-    response.once("end", () => {
-      this.#ended = true;
-      this.#settle();
-    });
-    // `on`: a second error event without a listener would be thrown.
-    response.on("error", (error) => this.#fail(options.broken(error)));
-    response.once("close", () => {
-      if (this.#ended) return;
-      this.#fail(options.broken(new Error("the connection closed before the response ended")));
+    source.listen({
+      data: (chunk) => {
+        if (this.#draining) return;
+        this.#chunks.push(chunk);
+        this.#queuedBytes += chunk.length;
+        if (this.#queuedBytes >= READ_AHEAD_BYTES && !this.#paused) {
+          this.#paused = true;
+          source.pause();
+        }
+        this.#wake();
+      },
+      end: () => {
+        this.#ended = true;
+        this.#settle();
+      },
+      error: (error) => this.#fail(error),
     });
     options.signal?.addEventListener("abort", this.#onAbort, { once: true });
   }
@@ -138,7 +158,7 @@ export class ProviderResponse {
   cancel(): Promise<void> {
     if (this.#ended) return Promise.resolve();
     if (this.#failure !== null || this.#options.signal?.aborted) {
-      this.#options.close();
+      this.#source.close();
       this.#settle();
       return Promise.resolve();
     }
@@ -147,16 +167,17 @@ export class ProviderResponse {
     this.#queuedBytes = 0;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
-        this.#options.close();
+        this.#drained = null;
+        this.#source.close();
         resolve();
       }, DRAIN_MS);
-      this.#response.once("close", () => {
+      // The connection is back in the pool (or closed) by the body's end or failure.
+      this.#drained = () => {
         clearTimeout(timer);
-        // The agent has taken the connection back by the response's close.
-        queueMicrotask(resolve);
-      });
+        resolve();
+      };
       this.#paused = false;
-      this.#response.resume();
+      this.#source.resume();
     });
   }
 
@@ -166,7 +187,7 @@ export class ProviderResponse {
     this.#queuedBytes -= chunk.length;
     if (this.#paused && this.#queuedBytes < READ_AHEAD_BYTES) {
       this.#paused = false;
-      this.#response.resume();
+      this.#source.resume();
     }
     return chunk;
   }
@@ -185,7 +206,7 @@ export class ProviderResponse {
   /** Ends the body with `error` (the first failure wins) and closes the connection. */
   #fail(error: unknown): void {
     this.#failure ??= error;
-    this.#options.close();
+    this.#source.close();
     this.#settle();
   }
 
@@ -202,6 +223,9 @@ export class ProviderResponse {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#options.signal?.removeEventListener("abort", this.#onAbort);
+    const drained = this.#drained;
+    this.#drained = null;
+    drained?.();
     const waiter = this.#waiter;
     if (!waiter) return;
     this.#waiter = null;
