@@ -27,6 +27,7 @@
  * @module
  */
 import process from "node:process";
+import { getLogger } from "@logtape/logtape";
 import type { SandboxCgroup } from "./cgroup_files.ts";
 import { awaitCgroupRemovals, removeCgroupLater, removeEmptyNow } from "./cgroup_removal.ts";
 import { OUT, PARAM, type Trampoline } from "./ffi.ts";
@@ -40,6 +41,8 @@ import {
 } from "./sandbox_cgroup.ts";
 import { setupFailure } from "./setup_failure.ts";
 
+const log = getLogger(["coop", "sandbox"]);
+
 /** What clone and the id maps fix: sandboxes of one shape are interchangeable before go. */
 export interface SandboxShape {
   newNet: boolean;
@@ -50,13 +53,16 @@ export interface SandboxShape {
 /** At most this many idle inits are kept (one per shape and cgroup plan); the oldest goes. */
 const MAX_IDLE = 4;
 
-/** An idle init, the cgroup it was moved into (null: still in the gateway's) and its plan. */
+/**
+ * An idle init and the cgroup it was moved into — null while still in the gateway's: its plan
+ * has none, or the cgroup is not made yet — with that cgroup's plan.
+ */
 interface Idle {
   out: Int32Array;
   cgroup: SandboxCgroup | null;
-  /** `cgroupPlanKey()` of the plan the cgroup was made for ("" without one). */
+  /** `cgroupPlanKey()` of the plan `cgroup` was made for ("" without one). */
   planKey: string;
-  /** `cgroupHierarchies()` of that plan. */
+  /** `cgroupHierarchies()` of that plan ("" without one). */
   hierarchies: string;
 }
 
@@ -122,9 +128,9 @@ function takeIdle(lib: Trampoline, shape: SandboxShape, plan: LimitPlan): Idle |
 }
 
 /**
- * Makes sure an init of `shape` is waiting for the next command under `plan`, in a cgroup of
- * its own with the plan's limits when it has one. Best effort: when it cannot be started, the
- * next command starts cold and reports the real error then.
+ * Makes sure an init of `shape` is waiting for the next command under `plan`, soon in a cgroup
+ * of its own with the plan's limits when it has one. Best effort: when it cannot be started,
+ * the next command starts cold and reports the real error then.
  */
 export function prestartNext(lib: Trampoline, shape: SandboxShape, plan: LimitPlan): void {
   let idle = idleByLibrary.get(lib);
@@ -135,7 +141,7 @@ export function prestartNext(lib: Trampoline, shape: SandboxShape, plan: LimitPl
     globalThis.addEventListener?.("unload", discardPrestarted, { once: true });
     process.once("exit", discardPrestarted);
   }
-  const planKey = cgroupPlanKey(plan), hierarchies = cgroupHierarchies(plan);
+  const planKey = cgroupPlanKey(plan);
   const key = shapeKey(shape) + planKey;
   if (idle.has(key)) return;
   let out: Int32Array;
@@ -144,20 +150,44 @@ export function prestartNext(lib: Trampoline, shape: SandboxShape, plan: LimitPl
   } catch {
     return;
   }
-  let cgroup: SandboxCgroup | null = null;
-  try {
-    cgroup = sandboxCgroup(plan);
-    if (cgroup) moveIntoCgroup(cgroup, out[OUT.pid]);
-  } catch {
-    discardIdle(lib, { out, cgroup, planKey, hierarchies });
-    return;
-  }
-  idle.set(key, { out, cgroup, planKey, hierarchies });
+  const entry: Idle = { out, cgroup: null, planKey: "", hierarchies: "" };
+  idle.set(key, entry);
   if (idle.size > MAX_IDLE) {
     const [oldest, evicted] = idle.entries().next().value!;
     idle.delete(oldest);
     discardIdle(lib, evicted);
   }
+  // Its cgroup once this event-loop turn has ended: by then the command that is starting now
+  // has its sockets and timers set, and builds its world on another CPU meanwhile.
+  if (planKey !== "") setTimeout(() => prepareCgroup(lib, idle, key, entry, plan), 0);
+}
+
+/**
+ * Makes an idle init's cgroup for `plan` and moves the init in, unless it was taken or
+ * discarded meanwhile. When that fails the init is discarded with its cgroup (a half-done
+ * move would leave it in some hierarchies only), and the next command starts cold.
+ */
+function prepareCgroup(
+  lib: Trampoline,
+  idle: Map<string, Idle>,
+  key: string,
+  entry: Idle,
+  plan: LimitPlan,
+): void {
+  if (idle.get(key) !== entry) return;
+  let cgroup: SandboxCgroup | null = null;
+  try {
+    cgroup = sandboxCgroup(plan);
+    if (cgroup) moveIntoCgroup(cgroup, entry.out[OUT.pid]);
+  } catch (error) {
+    idle.delete(key);
+    discardIdle(lib, { ...entry, cgroup });
+    log.debug("sandbox.prestart.cgroup_failed {error}", { error: (error as Error).message });
+    return;
+  }
+  entry.cgroup = cgroup;
+  entry.planKey = cgroupPlanKey(plan);
+  entry.hierarchies = cgroupHierarchies(plan);
 }
 
 /** A started sandbox: coop_start's `out`, and the cgroup(s) its init runs in (or null). */
@@ -214,7 +244,8 @@ function startIdle(
   planKey: string,
   start: (out: Int32Array, attach: Uint8Array | null) => number,
 ): StartedSandbox | null {
-  const prepared = idle.planKey === planKey;
+  // An idle init whose cgroup is not made yet (or that needs none) counts as in none.
+  const prepared = idle.cgroup ? idle.planKey === planKey : planKey === "";
   let cgroup: SandboxCgroup | null;
   try {
     cgroup = prepared ? idle.cgroup : sandboxCgroup(plan);

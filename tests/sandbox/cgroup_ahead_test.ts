@@ -56,6 +56,10 @@ sandboxTest({
     await exec(policy, ["true"]);
     const [idle] = prestartedPids();
     assert(idle, "an idle init was prepared");
+    // Its cgroup is made once the starting command's event-loop turn has ended.
+    const inCgroup = () =>
+      leafOf(Deno.readTextFileSync(`/proc/${idle}/cgroup`), "memory").startsWith("coop-");
+    assert(await until(inCgroup, 2000), "the idle init is moved into its cgroup");
     const idleCgroup = Deno.readTextFileSync(`/proc/${idle}/cgroup`);
     const pidsLeaf = leafOf(idleCgroup, "pids"), memoryLeaf = leafOf(idleCgroup, "memory");
     assertMatch(pidsLeaf, new RegExp(`^coop-${Deno.pid}-`), "the idle init is in its cgroup");
@@ -95,7 +99,9 @@ sandboxTest({
     await settleSandboxCgroups();
     await exec({ workspace, pidsLimit: 64 }, ["true"]);
     const [idle] = prestartedPids();
-    const prepared = leafOf(Deno.readTextFileSync(`/proc/${idle}/cgroup`), "pids");
+    const idlePids = () => leafOf(Deno.readTextFileSync(`/proc/${idle}/cgroup`), "pids");
+    assert(await until(() => idlePids().startsWith("coop-"), 2000), "the idle init's cgroup");
+    const prepared = idlePids();
     assertEquals(Deno.readTextFileSync(`${V1.pids}/${prepared}/pids.max`).trim(), "64");
 
     const child = await spawnSandboxed({ workspace, pidsLimit: 24 }, [
