@@ -70,8 +70,14 @@ interface Idle {
 const idleByLibrary = new Map<Trampoline, Map<string, Idle>>();
 const aliveBuffer = new Int32Array(1);
 
+/**
+ * Ends the shape's part of an idle-init key; the cgroup plan key follows (empty without
+ * cgroups, so such a key ends with this; a plan key never does).
+ */
+const SHAPE_KEY_END = "|";
+
 function shapeKey(shape: SandboxShape): string {
-  return `${shape.newNet ? "net" : "host"}:${shape.uid}:${shape.gid}|`;
+  return `${shape.newNet ? "net" : "host"}:${shape.uid}:${shape.gid}${SHAPE_KEY_END}`;
 }
 
 function paramsOf(shape: SandboxShape): Int32Array {
@@ -289,7 +295,9 @@ export function discardPrestarted(): void {
 export async function settleSandboxCgroups(): Promise<void> {
   for (const [lib, idle] of idleByLibrary) {
     for (const [key, entry] of idle) {
-      if (!entry.cgroup) continue;
+      // Kept: an init for a plan without cgroups (its key ends with the empty plan key). One
+      // whose cgroup is still to be made goes too, or it would get one after this returned.
+      if (!entry.cgroup && key.endsWith(SHAPE_KEY_END)) continue;
       idle.delete(key);
       discardIdle(lib, entry);
     }

@@ -133,6 +133,28 @@ sandboxTest({
 });
 
 sandboxTest({
+  name: "settling stops a cgroup still to be prepared; every removal still happens",
+  ignore: skip !== null,
+}, async () => {
+  await withWorkspace(async (workspace) => {
+    discardPrestarted();
+    await settleSandboxCgroups();
+    // Settled in the very turn the command started: its successor's cgroup is not made yet
+    // (a timer), and must then never be.
+    const child = await spawnSandboxed({ workspace, pidsLimit: 40 }, ["true"]);
+    await settleSandboxCgroups();
+    await child.status;
+    // Not settled again: the command's own cgroup goes by itself, and nothing comes after it.
+    assert(
+      await until(() => ownCgroups().length === 0, 2000),
+      `left: ${ownCgroups().join(", ")}`,
+    );
+    await new Promise((done) => setTimeout(done, 50));
+    assertEquals(ownCgroups(), []);
+  });
+});
+
+sandboxTest({
   name: "a gateway that exits without awaiting the removals leaves no cgroup behind",
   ignore: skip !== null,
 }, async () => {
