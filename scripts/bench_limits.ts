@@ -7,7 +7,12 @@
  * the load of a shared machine falls on both alike. Goal: ≤ 0.5 ms added p50.
  * @module
  */
-import { exec, type ExecOptions, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
+import {
+  exec,
+  type ExecOptions,
+  type SandboxPolicyInput,
+  settleSandboxCgroups,
+} from "../src/sandbox/mod.ts";
 import type { CgroupHost } from "../src/sandbox/cgroup_host.ts";
 import { parseCgroupMounts, parseProcCgroup } from "../src/sandbox/cgroup_host.ts";
 import { releaseLoopQuota } from "../src/sandbox/loop_quota.ts";
@@ -104,6 +109,7 @@ async function main(): Promise<void> {
       });
     }
   } finally {
+    await settleSandboxCgroups(); // the prepared and the ended sandboxes' cgroups, in `parent` too
     await releaseLoopQuota(loopWs);
     if (parent) Deno.removeSync(parent);
     await Deno.remove(ws, { recursive: true });

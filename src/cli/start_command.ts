@@ -17,7 +17,7 @@ import { connectionCap, openFileLimit } from "./connection_budget.ts";
 import { listenFailure } from "./listen_failure.ts";
 import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
 import { ConfigReloader } from "./config_reload.ts";
-import { environmentWritesSettled } from "../sandbox/mod.ts";
+import { environmentWritesSettled, settleSandboxCgroups } from "../sandbox/mod.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -125,6 +125,9 @@ export async function startCommand(
   await Promise.all([gateway.drain(), cron.stop(), messengers.stop({ cancel: true })]);
   await server?.shutdown();
   await environmentWritesSettled();
+  await settleSandboxCgroups().catch((error) =>
+    log.warn("sandbox.cgroup removal at shutdown failed: {error}", { error: String(error) })
+  );
   gateway.close();
   lock?.release();
   stopListening();

@@ -21,6 +21,8 @@ export interface CgroupViolations {
 export interface SandboxCgroup {
   /** The directories as `coop_start` takes them: NUL-separated, ended by an empty string. */
   attachList(): Uint8Array;
+  /** The cgroup directories (one per hierarchy on v1). */
+  directories(): string[];
   /** Kills every process in the cgroup now (the timeout); a no-op where the kernel cannot. */
   kill(): void;
   /** Reads OOM kills and pids-limit hits; call after the init is reaped. */
@@ -41,12 +43,6 @@ export function sandboxCgroupName(): string {
   return `coop-${process.pid}-${realm}-${++sequence}`;
 }
 
-/** True when `path` exists. */
-/**
- * Writes a cgroup control file. The kernel may answer EINTR when a signal is pending — cgroup
- * v1's `memory.limit_in_bytes` checks for one while it applies the limit, and a gateway running
- * many sandboxes receives SIGCHLD all the time — so the write is tried again; nothing was changed.
- */
 /** The setup step a cgroup failure is reported at (`ffi/protocol.h`). */
 const CGROUP_STEP = 30;
 
@@ -59,6 +55,11 @@ export function cgroupSetupError(error: unknown, message: string): SandboxSetupE
   );
 }
 
+/**
+ * Writes a cgroup control file. The kernel may answer EINTR when a signal is pending — cgroup
+ * v1's `memory.limit_in_bytes` checks for one while it applies the limit, and a gateway running
+ * many sandboxes receives SIGCHLD all the time — so the write is tried again; nothing was changed.
+ */
 export function writeControl(path: string, value: string): void {
   for (let attempt = 1;; attempt++) {
     try {
@@ -70,6 +71,7 @@ export function writeControl(path: string, value: string): void {
   }
 }
 
+/** True when `path` exists. */
 export function exists(path: string): boolean {
   try {
     statSync(path);
@@ -79,15 +81,29 @@ export function exists(path: string): boolean {
   }
 }
 
-/** Reads `key N` from a flat-keyed cgroup file; 0 when absent. */
+/**
+ * Reads `key N` from a flat-keyed cgroup file (`memory.events`, `pids.events`, v1
+ * `memory.oom_control`); 0 when the file or the key is absent. One read and a line scan: it
+ * runs at every sandbox's end, before its status resolves.
+ */
 export function counter(path: string, key: string): number {
+  let text: string;
   try {
-    const text = readFileSync(path, "utf8");
-    const match = new RegExp(`^${key} (\\d+)$`, "m").exec(text);
-    return match ? Number(match[1]) : 0;
+    text = readFileSync(path, "utf8");
   } catch {
     return 0;
   }
+  const prefix = `${key} `;
+  for (let start = 0; start < text.length;) {
+    const end = text.indexOf("\n", start);
+    const stop = end === -1 ? text.length : end;
+    if (text.startsWith(prefix, start)) {
+      const value = Number(text.slice(start + prefix.length, stop));
+      return Number.isInteger(value) ? value : 0;
+    }
+    start = stop + 1;
+  }
+  return 0;
 }
 
 /** SIGKILLs every pid listed in a `cgroup.procs` file (v1 has no cgroup.kill). */

@@ -57,6 +57,11 @@ export class CgroupV1Sandbox implements SandboxCgroup {
     return new TextEncoder().encode([...this.dirs.values()].map((d) => `${d}\0`).join("") + "\0");
   }
 
+  /** The directories, one per hierarchy. */
+  directories(): string[] {
+    return [...this.dirs.values()];
+  }
+
   /** v1 has no cgroup.kill; the timeout's SIGKILL to the init ends the pid namespace. */
   kill(): void {}
 

@@ -82,10 +82,13 @@ function moveProcessesToLeaf(parent: string): void {
 export class CgroupV2Sandbox implements SandboxCgroup {
   /** The sandbox's cgroup directory. */
   readonly dir: string;
+  /** Whether the plan set `pids.max` (else pids.events says nothing about a limit). */
+  readonly #pidsLimited: boolean;
   #removed = false;
 
-  private constructor(dir: string) {
+  private constructor(dir: string, pidsLimited: boolean) {
     this.dir = dir;
+    this.#pidsLimited = pidsLimited;
   }
 
   /**
@@ -111,12 +114,17 @@ export class CgroupV2Sandbox implements SandboxCgroup {
         `cannot prepare the sandbox's cgroup v2 limits in ${plan.parent}`,
       );
     }
-    return new CgroupV2Sandbox(dir);
+    return new CgroupV2Sandbox(dir, plan.files.some(([file]) => file === "pids.max"));
   }
 
   /** The directory as `coop_start` takes it: NUL-terminated, then an empty string. */
   attachList(): Uint8Array {
     return new TextEncoder().encode(`${this.dir}\0\0`);
+  }
+
+  /** The one directory (until it is removed). */
+  directories(): string[] {
+    return this.#removed ? [] : [this.dir];
   }
 
   /** Kills every process in the cgroup at once (`cgroup.kill`, Linux 5.14+). */
@@ -132,11 +140,9 @@ export class CgroupV2Sandbox implements SandboxCgroup {
 
   /** Reads OOM kills (`memory.events`) and pids-limit hits (`pids.events`). */
   violations(): CgroupViolations {
-    const pids = exists(`${this.dir}/pids.max`) &&
-      readFileSync(`${this.dir}/pids.max`, "utf8").trim() !== "max";
     return {
       oomKilled: counter(`${this.dir}/memory.events`, "oom_kill") > 0,
-      pidsLimitHit: pids ? counter(`${this.dir}/pids.events`, "max") > 0 : null,
+      pidsLimitHit: this.#pidsLimited ? counter(`${this.dir}/pids.events`, "max") > 0 : null,
     };
   }
 

@@ -26,6 +26,7 @@ export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./sessi
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop, warmOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";
+export { settleSandboxCgroups } from "./prestart.ts";
 export type {
   ProxyTestHooks,
   SandboxCpuTime,

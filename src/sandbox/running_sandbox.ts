@@ -7,6 +7,7 @@
  * @module
  */
 import net from "node:net";
+import { removeCgroupLater } from "./cgroup_removal.ts";
 import { OUT } from "./ffi.ts";
 import { END_SIGNAL } from "./protocol.ts";
 import { waitForExit } from "./reaper.ts";
@@ -23,8 +24,8 @@ const END_GRACE_MS = 2000;
 
 /**
  * Turns a started init into the `SandboxProcess` its caller holds: its pipes as sockets, the
- * timeout and the end (asked, then forced), and its status once it is reaped and its cgroup,
- * quota watch and proxy are undone.
+ * timeout and the end (asked, then forced), and its status once it is reaped, its cgroup's
+ * violations read, and its quota watch and proxy undone (the cgroup is removed right after).
  */
 export function trackSandbox(
   started: StartedInit,
@@ -71,7 +72,8 @@ export function trackSandbox(
     discardWorkdir(workdir);
     syncUpperInBackground(upper);
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
-    await cgroup?.destroy();
+    // Removed (leftovers killed first) right after the status; settleSandboxCgroups() awaits it.
+    if (cgroup) removeCgroupLater(cgroup);
     const disk = quota ? await quota.finish() : null;
     await proxy?.close();
     if (rep.setupError) {

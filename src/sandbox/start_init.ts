@@ -8,14 +8,13 @@ import process from "node:process";
 import { getLogger } from "@logtape/logtape";
 import { cgroupHost } from "./cgroup_host.ts";
 import type { SandboxCgroup } from "./cgroup_files.ts";
-import { sandboxCgroup } from "./sandbox_cgroup.ts";
 import { DiskQuotaWatch } from "./disk_quota.ts";
 import { SandboxSetupError } from "./errors.ts";
 import { assertHostIdsFree } from "./host_ids.ts";
 import { loadTrampoline, PARAM, type Trampoline } from "./ffi.ts";
 import { type AppliedLimits, planLimits } from "./limits.ts";
 import type { SandboxPolicy } from "./policy.ts";
-import { startSandbox } from "./prestart.ts";
+import { type StartedSandbox, startSandbox } from "./prestart.ts";
 import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { type PolicyProxy, startPolicyProxy } from "./proxy/policy_proxy.ts";
 import { buildSpec } from "./spec.ts";
@@ -127,20 +126,19 @@ export async function startInit(
   params[PARAM.wantStdin] = options.stdin && !tty ? 1 : 0;
   params[PARAM.terminal] = tty ? tty.slave + 1 : 0;
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
-  const cgroup = sandboxCgroup(limits);
-  const attach = cgroup ? cgroup.attachList() : null;
-  let out: Int32Array;
+  let started: StartedSandbox;
   try {
-    out = startSandbox(
+    // The cgroup comes with the init: prepared with it when the plan is the previous one's.
+    started = startSandbox(
       lib,
       shape,
-      (started) => lib.coop_start(spec, BigInt(spec.length), params, idmap, attach, started),
+      limits,
+      (out, attach) => lib.coop_start(spec, BigInt(spec.length), params, idmap, attach, out),
     );
   } catch (error) {
     tty?.closeMaster();
     tty?.terminal.socket.destroy();
     discardWorkdir(workdir);
-    await cgroup?.destroy();
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
@@ -151,11 +149,11 @@ export async function startInit(
   }
   return {
     lib,
-    out,
+    out: started.out,
     limits: limits.applied,
     rlimits: limits.rlimits,
     ids,
-    cgroup,
+    cgroup: started.cgroup,
     proxy,
     quota,
     tty,

@@ -5,11 +5,12 @@
 // cgroup.kill at the timeout and at teardown, the directory removed, and enabling controllers
 // in a parent that still holds processes. Only root may write this machine's v2 hierarchy
 // (nothing is delegated to coopdev and there is no systemd), so unprivileged runs skip, saying so.
-import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { exec } from "../../src/sandbox/mod.ts";
+import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
+import { exec, SandboxSetupError, settleSandboxCgroups } from "../../src/sandbox/mod.ts";
 import type { CgroupHost } from "../../src/sandbox/cgroup_host.ts";
 import { parseCgroupMounts, parseProcCgroup } from "../../src/sandbox/cgroup_host.ts";
 import { CgroupV2Sandbox, enableControllers, GATEWAY_LEAF } from "../../src/sandbox/cgroup_v2.ts";
+import { prestartedPids } from "../../src/sandbox/prestart.ts";
 import { SANDBOX_TESTS, until, withWorkspace } from "./harness.ts";
 
 /** This process's own cgroup v2 directory, or null. */
@@ -50,6 +51,8 @@ function v2Test(name: string, fn: (parent: string) => Promise<void>): void {
       try {
         await fn(parent);
       } finally {
+        // The cgroup prepared for the next command and the ended ones' removals, all in `parent`.
+        await settleSandboxCgroups();
         for (const entry of Deno.readDirSync(parent)) {
           if (entry.isDirectory) Deno.removeSync(`${parent}/${entry.name}`);
         }
@@ -80,16 +83,18 @@ v2Test(
         timeoutMs: 1500,
         cgroupHost: delegated(parent),
       });
-      // While it runs: one cgroup, holding the init, the shell and its sleeps.
+      // While it runs: one cgroup, holding the init, the shell and its sleeps (another one
+      // holds only the idle init prepared for the next command).
       let procs: string[] = [];
       assert(
         await until(() => {
-          const [dir] = coopDirs(parent);
-          if (!dir) return false;
-          procs = Deno.readTextFileSync(`${parent}/${dir}/cgroup.procs`).split("\n").filter(
-            Boolean,
-          );
-          return procs.length >= 4;
+          for (const dir of coopDirs(parent)) {
+            procs = Deno.readTextFileSync(`${parent}/${dir}/cgroup.procs`).split("\n").filter(
+              Boolean,
+            );
+            if (procs.length >= 4) return true;
+          }
+          return false;
         }, 1400),
         `the sandbox's cgroup holds ${procs.length} processes`,
       );
@@ -100,10 +105,37 @@ v2Test(
         r.stdout,
         new RegExp(`^0::/coop-test-\\d+-\\d+/coop-${Deno.pid}-\\w+-\\d+$`, "m"),
       );
+      await settleSandboxCgroups();
       assertEquals(coopDirs(parent), [], "the sandbox's cgroup is removed");
       for (const pid of procs) {
         assertEquals(await Deno.stat(`/proc/${pid}`).catch(() => null), null, `pid ${pid} lives`);
       }
+    });
+  },
+);
+
+v2Test(
+  "cgroup v2: no cgroup, no sandbox — also when an init with a prepared cgroup is idle",
+  async (parent) => {
+    await withWorkspace(async (workspace) => {
+      await exec({ workspace }, ["true"], { cgroupHost: delegated(parent) });
+      const idle = prestartedPids().map((pid) => Deno.readTextFileSync(`/proc/${pid}/cgroup`));
+      const leaves = idle.map((text) => text.trim().split("/").at(-1)!);
+      assert(leaves.some((leaf) => coopDirs(parent).includes(leaf)), "an idle init is in parent");
+      // Another plan (this parent cannot hold a cgroup): the idle init may not be used as it is.
+      const marker = `${workspace}/ran`;
+      const error = await assertRejects(
+        () =>
+          exec({ workspace }, ["sh", "-c", "touch ran"], {
+            cgroupHost: delegated(`${parent}/missing`),
+          }),
+        SandboxSetupError,
+      );
+      assertEquals(error.step, "cgroup");
+      assertMatch(error.message, /cannot prepare the sandbox's cgroup v2 limits/);
+      assertEquals(await Deno.stat(marker).catch(() => null), null, "the command never ran");
+      await settleSandboxCgroups();
+      assertEquals(coopDirs(parent), [], "the idle init's cgroup is removed with it");
     });
   },
 );
