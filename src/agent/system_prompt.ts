@@ -24,14 +24,19 @@ export const DEFAULT_SYSTEM_PROMPT =
   "plainly instead of working around it.";
 
 /**
- * What a prompt file held when its identity (inode, size, change times) was `key`; `trusted`
- * once it was read well after its last change (see `readPromptFile`).
+ * What a prompt file held when its identity (inode, size, change times) was `key`, when it was
+ * read (`performance.now()`), and whether that identity can be trusted from now on.
  */
-const promptCache = new Map<string, { key: string; text: string | null; trusted: boolean }>();
+const promptCache = new Map<
+  string,
+  { key: string; text: string | null; readAt: number; trusted: boolean }
+>();
 /**
- * File timestamps can be as coarse as a clock tick (a few ms): a rewrite of the same size in
- * the tick of an earlier read would keep every field of the key. A file read within this long
- * of its last change is read again next time.
+ * File timestamps come from the kernel's coarse clock, which can lag the real time by a tick,
+ * and by much more on a loaded virtual machine whose ticks are late: a rewrite of the same size
+ * can keep every field of the key. So an identity is trusted only once two reads this far apart
+ * (monotonic time) found it unchanged: a later write then lands on a clock that has moved.
+ * Until then the file is read on every call.
  */
 const TIMESTAMP_SLACK_MS = 100;
 /** Prompt files remembered at once (three per agent workspace). */
@@ -44,11 +49,9 @@ const PROMPT_CACHE_ENTRIES = 64;
  */
 function readPromptFile(path: string): string | null {
   let key: string;
-  let changedMs: number;
   try {
     const stat = statSync(path, { bigint: true });
     key = `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
-    changedMs = Number(stat.ctimeNs / 1_000_000n);
   } catch (error) {
     promptCache.delete(path);
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
@@ -57,10 +60,17 @@ function readPromptFile(path: string): string | null {
   }
   const cached = promptCache.get(path);
   if (cached?.trusted && cached.key === key) return cached.text;
-  const trusted = Date.now() - changedMs > TIMESTAMP_SLACK_MS;
+  const readAt = performance.now();
+  const trusted = cached?.key === key && readAt - cached.readAt > TIMESTAMP_SLACK_MS;
   const text = readPromptText(path);
   if (promptCache.size >= PROMPT_CACHE_ENTRIES) promptCache.clear();
-  promptCache.set(path, { key, text, trusted });
+  // An unchanged identity keeps its first read time: trust comes from the span since then.
+  promptCache.set(path, {
+    key,
+    text,
+    readAt: cached?.key === key ? cached.readAt : readAt,
+    trusted,
+  });
   return text;
 }
 
