@@ -64,10 +64,12 @@ export async function runConversationTurn(
   // one in progress), without an fsync; the turn awaits one shared fsync of the WAL (group
   // commit, off the event loop) before it returns, so nothing is acknowledged before it is
   // on disk. Each carries the turn's trust when it completed, so what the turn read taints
-  // its session.
+  // its session. The usage measured since the last message (the response's tokens, the step's
+  // sandbox seconds) commits with the message: one commit instead of one more each.
   const persist = (message: ChatMessage) =>
     sessions.append(key, toSessionMessage(message, principal.name, taint.trust), {
       durable: false,
+      inTransaction: meter.writeDeferred,
     });
   const started = performance.now();
   log.info("gateway.turn.start", {
@@ -110,7 +112,7 @@ export async function runConversationTurn(
         taint,
         user,
         cronJob: request.cronJob,
-        onSandboxSeconds: meter.addSandboxSeconds,
+        onSandboxSeconds: meter.defer.addSandboxSeconds,
         session: key,
         files,
         leaks: leaks(),
@@ -121,7 +123,7 @@ export async function runConversationTurn(
       signal,
       onEvent: events.onEvent,
       onMessage: persist,
-      onUsage: (usage) => meter.addTokens(usage.inputTokens + usage.outputTokens),
+      onUsage: (usage) => meter.defer.addTokens(usage.inputTokens + usage.outputTokens),
     });
     events.flush();
     log.info("gateway.turn.end", {
@@ -157,7 +159,13 @@ export async function runConversationTurn(
     }
     throw error;
   } finally {
-    await sessions.flush();
+    // What no message carried (a response with neither text nor calls, a failed turn's last
+    // step) is written now, and on disk with the rest at the flush.
+    try {
+      meter.flushDeferred();
+    } finally {
+      await sessions.flush();
+    }
   }
 }
 
