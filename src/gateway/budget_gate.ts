@@ -86,17 +86,6 @@ export interface TurnMeter {
   addTokens(tokens: number): void;
   /** CPU seconds one sandboxed command used, measured. */
   addSandboxSeconds(seconds: number): void;
-  /**
-   * Counts like `addTokens` and `addSandboxSeconds`, but writes nothing yet: what is deferred
-   * is written by `writeDeferred` inside the turn's next session append (one commit for both,
-   * not one more per model response and per command) or, at the turn's end, by
-   * `flushDeferred`.
-   */
-  defer: { addTokens(tokens: number): void; addSandboxSeconds(seconds: number): void };
-  /** Writes what was deferred inside the caller's open transaction (`AppendOptions`). */
-  writeDeferred(): void;
-  /** Writes what is still deferred in a commit of its own; later `defer` calls write at once. */
-  flushDeferred(): void;
 }
 
 /** A turn at the door: who sends it, from where. */
@@ -188,38 +177,9 @@ export class BudgetGate {
       group: chat && groupLabel(chat),
       channel: turn.channel,
     });
-    const usage = this.#usage;
-    // Rounded as the immediate writes round each amount, so the sums are the same.
-    let tokens = 0, sandboxUs = 0;
-    // After the turn's `flushDeferred`, what still comes (a command abandoned on cancel that
-    // ends later) is written at once: nothing would write it otherwise.
-    let flushed = false;
     return {
-      addTokens: (amount) => usage.addTokens(id, amount),
-      addSandboxSeconds: (seconds) => usage.addSandboxSeconds(id, seconds),
-      defer: {
-        addTokens: (amount) => {
-          if (flushed) usage.addTokens(id, amount);
-          else if (amount > 0) tokens += Math.round(amount);
-        },
-        addSandboxSeconds: (seconds) => {
-          if (flushed) usage.addSandboxSeconds(id, seconds);
-          else if (seconds > 0) sandboxUs += Math.round(seconds * 1e6);
-        },
-      },
-      writeDeferred: () => {
-        if (tokens === 0 && sandboxUs === 0) return;
-        usage.addInTransaction(id, tokens, sandboxUs);
-        // Cleared once written: should the commit then fail, the message goes too and the
-        // turn ends with the database's error (these amounts are lost with the message).
-        tokens = sandboxUs = 0;
-      },
-      flushDeferred: () => {
-        flushed = true;
-        const [t, us] = [tokens, sandboxUs];
-        tokens = sandboxUs = 0;
-        usage.addBoth(id, t, us);
-      },
+      addTokens: (tokens) => this.#usage.addTokens(id, tokens),
+      addSandboxSeconds: (seconds) => this.#usage.addSandboxSeconds(id, seconds),
     };
   }
 

@@ -64,12 +64,10 @@ export async function runConversationTurn(
   // one in progress), without an fsync; the turn awaits one shared fsync of the WAL (group
   // commit, off the event loop) before it returns, so nothing is acknowledged before it is
   // on disk. Each carries the turn's trust when it completed, so what the turn read taints
-  // its session. The usage measured since the last message (the response's tokens, the step's
-  // sandbox seconds) commits with the message: one commit instead of one more each.
+  // its session.
   const persist = (message: ChatMessage) =>
     sessions.append(key, toSessionMessage(message, principal.name, taint.trust), {
       durable: false,
-      inTransaction: meter.writeDeferred,
     });
   const started = performance.now();
   log.info("gateway.turn.start", {
@@ -112,7 +110,7 @@ export async function runConversationTurn(
         taint,
         user,
         cronJob: request.cronJob,
-        onSandboxSeconds: meter.defer.addSandboxSeconds,
+        onSandboxSeconds: meter.addSandboxSeconds,
         session: key,
         files,
         leaks: leaks(),
@@ -123,7 +121,7 @@ export async function runConversationTurn(
       signal,
       onEvent: events.onEvent,
       onMessage: persist,
-      onUsage: (usage) => meter.defer.addTokens(usage.inputTokens + usage.outputTokens),
+      onUsage: (usage) => meter.addTokens(usage.inputTokens + usage.outputTokens),
     });
     events.flush();
     log.info("gateway.turn.end", {
@@ -159,13 +157,7 @@ export async function runConversationTurn(
     }
     throw error;
   } finally {
-    // What no message carried (a response with neither text nor calls, a failed turn's last
-    // step) is written now, and on disk with the rest at the flush.
-    try {
-      meter.flushDeferred();
-    } finally {
-      await sessions.flush();
-    }
+    await sessions.flush();
   }
 }
 

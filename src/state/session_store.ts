@@ -126,13 +126,6 @@ export interface AppendOptions {
    * messages, which no channel has acknowledged yet.
    */
   durable?: boolean;
-  /**
-   * Runs inside the append's transaction, after the message is inserted and before the commit:
-   * writes of another store on the same database that belong with the message (a turn's usage
-   * counters), committed with it rather than in a commit of their own. When it throws, nothing
-   * of the append is committed.
-   */
-  inTransaction?: () => void;
 }
 
 /**
@@ -223,7 +216,6 @@ export class SessionStore {
           createdAt,
         ).lastInsertRowid,
       );
-      options.inTransaction?.();
       this.#db.exec("COMMIT");
       this.#unsynced = !durable;
       if (!durable) this.#wal?.committed();

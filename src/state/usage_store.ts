@@ -6,7 +6,6 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { WalFlusher } from "./wal_flush.ts";
-import { StateDbError } from "./state_db.ts";
 
 /** What a person or a group used in a window. */
 export interface UsageTotals {
@@ -52,7 +51,6 @@ export class UsageStore {
   readonly #begin: StatementSync;
   readonly #addTokens: StatementSync;
   readonly #addSandbox: StatementSync;
-  readonly #addBoth: StatementSync;
 
   constructor(db: DatabaseSync, now: () => number = Date.now, wal?: WalFlusher) {
     this.#db = db;
@@ -64,9 +62,6 @@ export class UsageStore {
     this.#addTokens = db.prepare("UPDATE usage_turns SET tokens = tokens + ? WHERE id = ?");
     this.#addSandbox = db.prepare(
       "UPDATE usage_turns SET sandbox_us = sandbox_us + ? WHERE id = ?",
-    );
-    this.#addBoth = db.prepare(
-      "UPDATE usage_turns SET tokens = tokens + ?, sandbox_us = sandbox_us + ? WHERE id = ?",
     );
   }
 
@@ -86,27 +81,6 @@ export class UsageStore {
   /** Adds measured sandbox CPU time to turn `id`. */
   addSandboxSeconds(id: number, seconds: number): void {
     if (seconds > 0) this.#write(() => this.#addSandbox.run(Math.round(seconds * 1e6), id));
-  }
-
-  /**
-   * Adds tokens and sandbox microseconds to turn `id` inside the caller's open transaction (a
-   * session append's), so that they commit with it instead of in a commit of their own.
-   */
-  addInTransaction(id: number, tokens: number, sandboxUs: number): void {
-    // Outside a transaction the update would autocommit with `synchronous = FULL`: an fsync
-    // on the event loop, which is what this method exists to avoid.
-    if (!this.#db.isTransaction) {
-      throw new StateDbError(
-        "state.no_transaction",
-        "usage counters were to be written with a session message, but no transaction is open",
-      );
-    }
-    if (tokens > 0 || sandboxUs > 0) this.#addBoth.run(tokens, sandboxUs, id);
-  }
-
-  /** Adds tokens and sandbox microseconds to turn `id` in one commit (see `#write`). */
-  addBoth(id: number, tokens: number, sandboxUs: number): void {
-    if (tokens > 0 || sandboxUs > 0) this.#write(() => this.#addBoth.run(tokens, sandboxUs, id));
   }
 
   /**

@@ -4,7 +4,7 @@
  * sandbox seconds count as they are added; the owner is exempt unless configured; a group's
  * budget covers everyone in that chat; counters live in the database, not in memory.
  */
-import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseConfig } from "../../src/config/config.ts";
@@ -15,7 +15,6 @@ import { routeMessage, routeUser } from "../../src/gateway/router.ts";
 import { usageReport } from "../../src/gateway/usage_report.ts";
 import { migrate } from "../../src/state/state_db.ts";
 import { UsageStore } from "../../src/state/usage_store.ts";
-import { SessionStore } from "../../src/state/session_store.ts";
 
 const CONFIG = `
 [[users]]
@@ -129,47 +128,6 @@ Deno.test("budget: tokens and sandbox seconds count as they are measured", () =>
   const cpu = refusal(() => gate.admit(bob));
   strictEqual((cpu.details.budget as { key: string }).key, "sandbox_seconds_per_day");
   strictEqual(usage.totals({ person: "bob" }, 24 * HOUR).sandboxSeconds, 60);
-  db.close();
-});
-
-Deno.test("budget: deferred usage commits with the next session message, the rest at the end", () => {
-  const { db, gate, user, usage } = setup();
-  const sessions = new SessionStore(db);
-  const key = { channel: "http", user: "bob", session: "s1" };
-  const message = {
-    role: "user" as const,
-    content: "hi",
-    principal: "bob",
-    trust: "inner" as const,
-  };
-  const bob = { route: user("bob"), person: "bob", channel: "http" };
-  const totals = () => usage.totals({ person: "bob" }, HOUR);
-  const meter = gate.admit(bob);
-  meter.defer.addTokens(300.4);
-  meter.defer.addSandboxSeconds(1.5);
-  meter.defer.addSandboxSeconds(0); // nothing measured: nothing counted
-  deepStrictEqual(totals(), { turns: 1, tokens: 0, sandboxSeconds: 0 }, "not written yet");
-  // Outside a session append there is no transaction to join: refused, nothing written.
-  throws(() => meter.writeDeferred(), /no transaction is open/);
-  sessions.append(key, message, { inTransaction: meter.writeDeferred });
-  deepStrictEqual(totals(), { turns: 1, tokens: 300, sandboxSeconds: 1.5 });
-  // An append that fails takes the usage written in its transaction back with it.
-  meter.defer.addTokens(100);
-  throws(() =>
-    sessions.append(key, message, {
-      inTransaction: () => {
-        meter.writeDeferred();
-        throw new Error("the commit fails");
-      },
-    }), /the commit fails/);
-  strictEqual(totals().tokens, 300);
-  strictEqual(sessions.history(key).length, 1);
-  meter.defer.addSandboxSeconds(2);
-  meter.flushDeferred();
-  strictEqual(totals().sandboxSeconds, 3.5, "the turn's end writes what no message carried");
-  // After the end (a command abandoned on cancel finishing late), writes go out at once.
-  meter.defer.addSandboxSeconds(1);
-  strictEqual(totals().sandboxSeconds, 4.5);
   db.close();
 });
 
