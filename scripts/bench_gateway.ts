@@ -17,9 +17,15 @@ import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
 import { isInside } from "../src/sandbox/path_containment.ts";
 
 const CALLS = 10;
-const WARMUP_ROUNDS = 3;
+/**
+ * Rounds run before measuring; `--warmup N` changes it. The first runs the sandbox self-test;
+ * the rest let V8 compile the gateway's code as a gateway that has been up a while has it.
+ * With 3 (until session 13) most of it still ran in the interpreter and baseline tiers, and the
+ * CPU time per call measured was ≈ 1 ms higher (docs/performance.md, session 13).
+ */
+const WARMUP_ROUNDS = countArgument(Deno.args, "--warmup", 1) ?? 40;
 /** Measured rounds; `--rounds N` changes it (interleaved A/B runs use shorter ones). */
-const ROUNDS = roundsArgument(Deno.args) ?? 50;
+const ROUNDS = countArgument(Deno.args, "--rounds", 1) ?? 50;
 const COMMAND = "true";
 const FINAL_TEXT = "done";
 /**
@@ -39,15 +45,15 @@ const DURABLE_APPENDS_PER_TURN = 0;
 /** A run that must not be reported: the turns did not do what is being measured. */
 class BenchAborted extends Error {}
 
-function roundsArgument(args: readonly string[]): number | undefined {
-  const at = args.indexOf("--rounds");
+function countArgument(args: readonly string[], flag: string, min: number): number | undefined {
+  const at = args.indexOf(flag);
   if (at === -1) return undefined;
-  const rounds = Number(args[at + 1]);
-  if (!Number.isInteger(rounds) || rounds < 1) {
-    console.log(`--rounds wants a whole number ≥ 1, got ${args[at + 1]}`);
+  const count = Number(args[at + 1]);
+  if (!Number.isInteger(count) || count < min) {
+    console.log(`${flag} wants a whole number ≥ ${min}, got ${args[at + 1]}`);
     Deno.exit(2);
   }
-  return rounds;
+  return count;
 }
 
 /** Where the gateway spent one turn, from wrappers around its executor and session store. */

@@ -4,7 +4,15 @@
  * retries, timeouts and tool-call assembly are shared (`sse_provider.ts`).
  * @module
  */
-import type { ChatMessage, ProviderEvent, ProviderRequest, StopReason, Usage } from "./provider.ts";
+import type {
+  ChatMessage,
+  ProviderEvent,
+  ProviderRequest,
+  StopReason,
+  ToolSpec,
+  Usage,
+} from "./provider.ts";
+import { JsonCache, JsonText } from "./json_body.ts";
 import {
   type DecodeContext,
   type ProviderSettings,
@@ -29,54 +37,93 @@ export type AnthropicSettings = ProviderSettings;
 type Block = Record<string, unknown>;
 type WireMessage = { role: "user" | "assistant"; content: Block[] };
 
+/** The role `message` has on the wire: tool results go back in a user message. */
+function wireRole(message: ChatMessage): WireMessage["role"] {
+  return message.role === "assistant" ? "assistant" : "user";
+}
+
+/** The content blocks `message` becomes (none for an assistant message with neither). */
+function wireBlocks(message: ChatMessage): Block[] {
+  if (message.role === "user") return [{ type: "text", text: message.content }];
+  if (message.role === "assistant") {
+    const blocks: Block[] = message.text ? [{ type: "text", text: message.text }] : [];
+    for (const call of message.toolCalls) {
+      blocks.push({ type: "tool_use", id: call.id, name: call.name, input: call.arguments });
+    }
+    return blocks;
+  }
+  return message.results.map((r) => ({
+    type: "tool_result",
+    tool_use_id: r.toolCallId,
+    content: r.content,
+    ...(r.isError ? { is_error: true } : {}),
+  }));
+}
+
 /** Maps neutral messages to Anthropic's, merging neighbours with the same role. */
 export function toAnthropicMessages(messages: readonly ChatMessage[]): WireMessage[] {
   const out: WireMessage[] = [];
-  const push = (role: WireMessage["role"], content: Block[]) => {
-    if (content.length === 0) return;
+  for (const message of messages) {
+    const content = wireBlocks(message);
+    if (content.length === 0) continue;
+    const role = wireRole(message);
     const last = out.at(-1);
     if (last?.role === role) last.content.push(...content);
     else out.push({ role, content });
-  };
-  for (const message of messages) {
-    if (message.role === "user") {
-      push("user", [{ type: "text", text: message.content }]);
-    } else if (message.role === "assistant") {
-      const blocks: Block[] = message.text ? [{ type: "text", text: message.text }] : [];
-      for (const call of message.toolCalls) {
-        blocks.push({ type: "tool_use", id: call.id, name: call.name, input: call.arguments });
-      }
-      push("assistant", blocks);
-    } else {
-      push(
-        "user",
-        message.results.map((r) => ({
-          type: "tool_result",
-          tool_use_id: r.toolCallId,
-          content: r.content,
-          ...(r.isError ? { is_error: true } : {}),
-        })),
-      );
-    }
   }
   return out;
 }
 
-/** Builds the JSON body of a streaming Messages request. */
+/** Each message's blocks as JSON: a turn's messages are serialized once, not once per call. */
+const blocksJson = new JsonCache<ChatMessage>();
+/** The tool definitions as JSON, once per tool list (the agent loop's, one per turn). */
+const toolsJson = new JsonCache<readonly ToolSpec[]>();
+
+/** `toAnthropicMessages(messages)` as JSON text, from each message's cached blocks. */
+function anthropicMessagesJson(messages: readonly ChatMessage[]): JsonText {
+  const out: string[] = [];
+  let role: WireMessage["role"] | null = null;
+  let blocks: string[] = [];
+  const close = () => {
+    if (role !== null) out.push(`{"role":"${role}","content":[${blocks.join(",")}]}`);
+  };
+  for (const message of messages) {
+    // "[a,b]" → "a,b": the blocks of merged neighbours join into one content array.
+    const inner = blocksJson.text(message, wireBlocks).slice(1, -1);
+    if (inner === "") continue;
+    const next = wireRole(message);
+    if (next === role) {
+      blocks.push(inner);
+    } else {
+      close();
+      role = next;
+      blocks = [inner];
+    }
+  }
+  close();
+  return new JsonText(`[${out.join(",")}]`);
+}
+
+/**
+ * Builds the body of a streaming Messages request. The messages and tools are `JsonText`,
+ * serialized once per message and per tool list (`stringifyBody` sends them as they are; a
+ * plain `JSON.stringify` gives the same JSON).
+ */
 export function anthropicRequestBody(request: ProviderRequest): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: request.model,
     max_tokens: request.maxTokens,
     system: request.system,
-    messages: toAnthropicMessages(request.messages),
+    messages: anthropicMessagesJson(request.messages),
     stream: true,
   };
   if (request.tools.length > 0) {
-    body.tools = request.tools.map((t) => ({
-      name: t.name,
-      description: t.description,
-      input_schema: t.parameters,
-    }));
+    body.tools = new JsonText(toolsJson.text(request.tools, (tools) =>
+      tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        input_schema: t.parameters,
+      }))));
   }
   return body;
 }

@@ -15,6 +15,7 @@ import {
 } from "./http_transport.ts";
 import { ProviderError, ProviderTimeoutError } from "./provider_error.ts";
 import type { ProviderResponse } from "./provider_response.ts";
+import { stringifyBody } from "./json_body.ts";
 
 const log = getLogger(["coop", "agent", "provider"]);
 
@@ -51,6 +52,7 @@ export interface JsonPost {
   provider: string;
   url: string;
   headers: Record<string, string>;
+  /** Serialized by `stringifyBody`: `JsonText` values at its top level go out as they are. */
   body: unknown;
 }
 
@@ -135,7 +137,7 @@ export async function postJson(
   const policy = options.retry ?? DEFAULT_RETRY_POLICY;
   const sleep = http.sleep ?? abortableSleep;
   const random = http.random ?? Math.random;
-  const body = JSON.stringify(post.body);
+  const body = stringifyBody(post.body);
   let lastProblem = "";
   let connectTimeout: ProviderTimeoutError | null = null;
   for (let attempt = 1;; attempt++) {

@@ -4,7 +4,15 @@
  * Sending, retries, timeouts and tool-call assembly are shared (`sse_provider.ts`).
  * @module
  */
-import type { ChatMessage, ProviderEvent, ProviderRequest, StopReason, Usage } from "./provider.ts";
+import type {
+  ChatMessage,
+  ProviderEvent,
+  ProviderRequest,
+  StopReason,
+  ToolSpec,
+  Usage,
+} from "./provider.ts";
+import { JsonCache, JsonText } from "./json_body.ts";
 import {
   type DecodeContext,
   type ProviderSettings,
@@ -57,7 +65,10 @@ export function toOpenAiMessages(system: string, messages: readonly ChatMessage[
   return out;
 }
 
-/** Builds the JSON body of a streaming Chat Completions request. */
+/**
+ * Builds the body of a streaming Chat Completions request; its tools are `JsonText`, serialized
+ * once per tool list (`stringifyBody` sends them as they are).
+ */
 export function openAiRequestBody(
   request: ProviderRequest,
   maxTokensField: MaxTokensField = "max_tokens",
@@ -70,13 +81,17 @@ export function openAiRequestBody(
     stream_options: { include_usage: true },
   };
   if (request.tools.length > 0) {
-    body.tools = request.tools.map((t) => ({
-      type: "function",
-      function: { name: t.name, description: t.description, parameters: t.parameters },
-    }));
+    body.tools = new JsonText(toolsJson.text(request.tools, (tools) =>
+      tools.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      }))));
   }
   return body;
 }
+
+/** The tool definitions as JSON, once per tool list (the agent loop's, one per turn). */
+const toolsJson = new JsonCache<readonly ToolSpec[]>();
 
 function stopReason(reason: unknown): StopReason {
   if (reason === "stop") return "end_turn";

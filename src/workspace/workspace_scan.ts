@@ -45,6 +45,12 @@ const MAX_DEPTH = 200;
  * entries in all — about 0.5 ms of the event loop at worst, ~20 µs for an empty workspace.
  */
 const ON_LOOP = { listingBytes: 16 * 1024, directories: 32, entries: 1024 };
+/**
+ * The on-loop pass's listing buffer, one for the process: the pass is synchronous (no other
+ * scan runs while it lists) and the entries it returns are strings, not views of the buffer;
+ * a fresh, zeroed 16 KiB per tool call was garbage for the collector.
+ */
+let listingBuffer: Uint8Array<ArrayBuffer> | undefined;
 
 /** How a scan runs. */
 export interface ScanOptions {
@@ -141,7 +147,7 @@ export async function scanWorkspaceBounded(
   } catch {
     return scanWorkspaceOffLoop(workspace, options);
   }
-  const buffer = new Uint8Array(ON_LOOP.listingBytes);
+  const buffer = listingBuffer ??= new Uint8Array(ON_LOOP.listingBytes);
   let directories = 0, entries = 0;
   const lister: DirLister = (dir) => {
     if (++directories > ON_LOOP.directories) throw new NeedsWorker("too many directories");
