@@ -6,8 +6,12 @@
  * percentiles, failures, and the gateway's RSS (before, peak, after), descriptors and threads.
  * `--turns N` sets the measured turns (default 1,000); with `--curve` it prints RSS every 1,000
  * turns (`--curve-every N`; the long run: `deno run -A scripts/bench_load.ts --turns 10000 --curve`).
- * A/B comparisons in one invocation: `--variant "label|checkout|deno flags"` (repeatable; an empty
- * checkout is this one) and `--rounds N` run each variant in turn, N times, interleaved.
+ * A/B comparisons in one invocation: `--variant "label|checkout|deno flags|ENV=value …"`
+ * (repeatable; an empty checkout is this one; the environment is added to the gateway's) and
+ * `--rounds N` run each variant in turn, N times, interleaved. Without `--variant` the gateway runs
+ * with the launcher's settings (`scripts/runtime.env`); in a variant, `@runtime` as the environment
+ * stands for them. `--settle` also prints the RSS 5 s
+ * and 30 s after the load stops (what the gateway gives back when idle).
  * Informational: a missed goal is marked, never fails.
  * @module
  */
@@ -19,6 +23,7 @@ import { Gateway } from "../src/gateway/gateway.ts";
 import { scopeFor } from "../src/tools/path_scope.ts";
 import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
 import { ANTHROPIC } from "../tests/agent/wire_formats.ts";
+import { readRuntimeEnv } from "./runtime_env.ts";
 import type { ScriptedReply } from "../tests/agent/scripted_server.ts";
 import {
   type GatewayProcessOptions,
@@ -87,6 +92,8 @@ interface ProcessSample {
   rssMb: number;
   threads: number;
   fds: number;
+  /** CPU seconds the process has used (user + system, all its threads). */
+  cpuSeconds: number;
 }
 
 function sample(pid: number): ProcessSample {
@@ -94,7 +101,15 @@ function sample(pid: number): ProcessSample {
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1]);
   let fds = 0;
   for (const _ of Deno.readDirSync(`/proc/${pid}/fd`)) fds++;
-  return { rssMb: field("VmRSS") / 1024, threads: field("Threads"), fds };
+  // utime and stime, in clock ticks (USER_HZ, 100 on Linux), after the command name's ")".
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  const [utime, stime] = stat.slice(stat.lastIndexOf(")") + 2).split(" ").slice(11, 13).map(Number);
+  return {
+    rssMb: field("VmRSS") / 1024,
+    threads: field("Threads"),
+    fds,
+    cpuSeconds: (utime + stime) / 100,
+  };
 }
 
 /** Runs `turns` turns from `clients` concurrent clients; returns each turn's latency and failures. */
@@ -165,16 +180,23 @@ async function baselinePolicy(text: string, dir: string): Promise<SandboxPolicyI
 interface Variant {
   label: string;
   runtime?: GatewayProcessOptions["runtime"];
+  env?: Record<string, string>;
 }
 
 /**
- * `--variant "label|checkout|flag flag…"`: a checkout directory (empty: this one) and Deno flags
- * (space-separated, e.g. `--v8-flags=--max-semi-space-size=1`) to run the gateway with.
+ * `--variant "label|checkout|flag flag…|NAME=value …"`: a checkout directory (empty: this one),
+ * Deno flags (space-separated, e.g. `--v8-flags=--max-semi-space-size=1`) and environment
+ * variables (e.g. `MALLOC_ARENA_MAX=2`) to run the gateway with.
  */
 function parseVariant(text: string): Variant {
-  const [label, checkout = "", flags = ""] = text.split("|");
+  const [label, checkout = "", flags = "", vars = ""] = text.split("|");
   const denoFlags = flags.split(" ").filter((f) => f !== "");
-  return { label, runtime: { ...(checkout ? { checkout } : {}), denoFlags } };
+  const env = vars.trim() === "@runtime" ? readRuntimeEnv() : Object.fromEntries(
+    vars.split(" ").filter((v) => v.includes("=")).map((
+      v,
+    ) => [v.slice(0, v.indexOf("=")), v.slice(v.indexOf("=") + 1)]),
+  );
+  return { label, runtime: { ...(checkout ? { checkout } : {}), denoFlags }, env };
 }
 
 /** One measured run of `variant`: the load through the gateway, then the raw exec() baseline. */
@@ -184,12 +206,13 @@ async function runVariant(
   clients: number,
   turns: number,
   curveEvery: number,
+  settle: boolean,
 ): Promise<void> {
   const home = await makeCoopHome(text);
   const tokens = Object.fromEntries(
     Array.from({ length: clients }, (_, i) => [`U${i}_TOKEN`, `token-u${i}`]),
   );
-  const gateway = await startGateway(home, { ...tokens, COOP_LOG: "warning" }, {
+  const gateway = await startGateway(home, { ...tokens, COOP_LOG: "warning", ...variant.env }, {
     ...(variant.runtime ? { runtime: variant.runtime } : {}),
   });
   try {
@@ -220,6 +243,13 @@ async function runVariant(
       throw new Error(`every turn failed: ${run.failures[0]}\n${gateway.stderr().slice(-3000)}`);
     }
     const after = sample(pid);
+    const settled: string[] = [];
+    for (const seconds of settle ? [5, 30] : []) {
+      await new Promise((resolve) =>
+        setTimeout(resolve, (seconds - (settled.length ? 5 : 0)) * 1000)
+      );
+      settled.push(`${seconds} s idle ${sample(pid).rssMb.toFixed(1)}`);
+    }
     await stopGateway(gateway);
     const raw = await rawExec(await baselinePolicy(text, home.dir), clients, RAW_SECONDS);
 
@@ -234,7 +264,10 @@ async function runVariant(
     );
     console.log(
       `${next}turn latency ms p50 ${p(50)}  p95 ${p(95)}  p99 ${p(99)}  failures ` +
-        `${run.failures.length}${run.failures.length ? ` (first: ${run.failures[0]})` : ""}`,
+        `${run.failures.length}${run.failures.length ? ` (first: ${run.failures[0]})` : ""}` +
+        `;  gateway CPU ms per turn ${
+          ((after.cpuSeconds - before.cpuSeconds) * 1000 / turns).toFixed(2)
+        }`,
     );
     console.log(
       `${next}gateway RSS MB idle ${idle.rssMb.toFixed(1)}  after warm-up ${
@@ -243,6 +276,7 @@ async function runVariant(
         `${after.rssMb.toFixed(1)};  fds ${before.fds} → ${after.fds};  threads ` +
         `${before.threads} → ${after.threads}`,
     );
+    if (settled.length > 0) console.log(`${next}RSS MB after the load: ${settled.join(", ")}`);
     if (curve.length > 0) console.log(`${next}RSS curve (turns: RSS): ${curve.join(", ")}`);
   } finally {
     await stopGateway(gateway);
@@ -260,13 +294,14 @@ async function main(): Promise<void> {
       "curve-every": { type: "string", default: "1000" },
       variant: { type: "string", multiple: true, default: [] },
       rounds: { type: "string", default: "1" },
+      settle: { type: "boolean", default: false },
     },
   });
   const clients = Number(values.clients), turns = Number(values.turns);
   const curveEvery = values.curve ? Number(values["curve-every"]) : 0;
   const variants = values.variant.length > 0
     ? values.variant.map(parseVariant)
-    : [{ label: "" } as Variant];
+    : [{ label: "", env: readRuntimeEnv() } as Variant];
   console.log(
     `gateway under load: ${clients} HTTP clients, ${turns} turns after ${WARMUP_TURNS} warm-up, ` +
       `each one model call, one sandboxed bash \`${COMMAND}\`, one reply; raw exec() baseline ` +
@@ -277,7 +312,9 @@ async function main(): Promise<void> {
     const text = configText(clients, `http://127.0.0.1:${provider.addr.port}`);
     // Interleaved: A B A B …, so that the machine's other work falls on both alike.
     for (let round = 0; round < Number(values.rounds); round++) {
-      for (const variant of variants) await runVariant(variant, text, clients, turns, curveEvery);
+      for (const variant of variants) {
+        await runVariant(variant, text, clients, turns, curveEvery, values.settle);
+      }
     }
   } finally {
     await provider.shutdown();

@@ -5,7 +5,9 @@
  *
  * `deno compile` needs the matching `denort` runtime: it downloads it unless `DENORT_BIN`
  * names a local copy (docs/decisions.md). Worker modules are not found by deno compile's
- * static analysis, so they are listed with `--include`.
+ * static analysis, so they are listed with `--include`. The V8 flags of `scripts/runtime.env` are
+ * built into the executable; its malloc settings are read by glibc before any code runs, so the
+ * service that starts `build/coop` sets them (docs/decisions.md "Runtime flags").
  * @module
  */
 import { spawnSync } from "node:child_process";
@@ -14,6 +16,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { hashSources } from "../src/sandbox/source_hash.ts";
 import { entrySource, libraryModuleSource, recordOf } from "./embed_library.ts";
+import { readRuntimeEnv } from "./runtime_env.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const out = `${root}build/compile`;
@@ -32,10 +35,12 @@ await writeFile(
   `${out}/main.ts`,
   entrySource("../../src/sandbox", "../../src/cli/main.ts", "main"),
 );
+const { DENO_V8_FLAGS: v8Flags, ...processEnv } = readRuntimeEnv();
 const args = [
   "compile",
   "--allow-all",
   "--no-check",
+  ...(v8Flags ? [`--v8-flags=${v8Flags}`] : []),
   ...WORKER_MODULES.flatMap((module) => ["--include", `${root}${module}`]),
   "--output",
   `${root}build/coop`,
@@ -53,3 +58,7 @@ if (result.status !== 0) {
   process.exit(1);
 }
 console.error(`compile: wrote ${root}build/coop`);
+const unset = Object.entries(processEnv).map(([name, value]) => `${name}=${value}`).join(" ");
+if (unset) {
+  console.error(`compile: set ${unset} in the environment that starts it (scripts/runtime.env)`);
+}

@@ -36,7 +36,10 @@ sandboxTest("one sandbox per session; a changed policy replaces it; idle ends it
     try {
       const policy = { workspace, network: "none" as const };
       const options = { idleTimeoutMs: 60_000 };
-      await sessions.exec(key, policy, ["sh", "-c", "sleep 1000 &"], options);
+      // Returns once the background job runs `sleep` (comm), not just after its fork: on a busy
+      // machine the next command's pgrep could otherwise come before the child's execve.
+      const background = 'sleep 1000 & until [ "$(cat /proc/$!/comm)" = sleep ]; do :; done';
+      await sessions.exec(key, policy, ["sh", "-c", background], options);
       const [first] = listLiveSandboxes(state);
       assertEquals([first.user, first.session], ["bob", "http:s1"]);
       const again = await sessions.exec(key, policy, ["pgrep", "-x", "sleep"], options);
@@ -104,7 +107,10 @@ sandboxTest(
         const rootfs = { lower: "host", upper: `${layers}/upper`, work: `${layers}/work` };
         const policy = { workspace, network: "none" as const, rootfs };
         const options = { idleTimeoutMs: 60_000 };
-        await sessions.exec(key, policy, ["sh", "-c", "sleep 1000 &"], options);
+        // Returns once the background job runs `sleep` (comm), not just after its fork: on a busy
+        // machine the next command's pgrep could otherwise come before the child's execve.
+        const background = 'sleep 1000 & until [ "$(cat /proc/$!/comm)" = sleep ]; do :; done';
+        await sessions.exec(key, policy, ["sh", "-c", background], options);
         const [first] = listLiveSandboxes(state);
         const other = { ...key, session: "s2" };
         const result = await sessions.exec(other, policy, ["pgrep", "-x", "sleep"], options);
