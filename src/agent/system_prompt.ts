@@ -50,7 +50,12 @@ const PROMPT_CACHE_ENTRIES = 64;
 function readPromptFile(path: string): string | null {
   let key: string;
   try {
-    const stat = statSync(path, { bigint: true });
+    // Usually some of the files are absent: no error object is made for each of them per turn.
+    const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
+    if (!stat) {
+      promptCache.delete(path);
+      return null;
+    }
     key = `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
   } catch (error) {
     promptCache.delete(path);

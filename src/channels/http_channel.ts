@@ -9,7 +9,7 @@ import { getLogger } from "@logtape/logtape";
 import { z } from "zod";
 import { isSessionId } from "../state/session_store.ts";
 import { TurnRefusedError } from "../errors/turn_refused.ts";
-import { sameSecret } from "../sandbox/secret_compare.ts";
+import { matchesSecretDigest, secretDigest } from "../sandbox/secret_compare.ts";
 import { type HttpServer, type HttpServerLimits, serveHttp } from "./http_server.ts";
 import { httpOutcomeBody } from "./http_outcome.ts";
 import type { TurnHandler } from "../gateway/turn_handler.ts";
@@ -51,11 +51,27 @@ function problem(status: number, code: string, message: string): Response {
   return json(status, { error: { code, message } }, extra);
 }
 
+/** Each configured token's digest, made once per token (the config's objects live until a reload). */
+const tokenDigests = new WeakMap<HttpToken, { token: string; digest: Uint8Array }>();
+
+function digestOf(token: HttpToken): Uint8Array {
+  let made = tokenDigests.get(token);
+  if (made?.token !== token.token) {
+    made = { token: token.token, digest: secretDigest(token.token) };
+    tokenDigests.set(token, made);
+  }
+  return made.digest;
+}
+
 function caller(request: Request, tokens: readonly HttpToken[]): string | undefined {
   const match = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "");
   if (!match) return undefined;
+  const presented = secretDigest(match[1]);
   let found: string | undefined;
-  for (const t of tokens) if (t.token && sameSecret(t.token, match[1])) found ??= t.id;
+  // Every token is compared, found or not: the time says nothing about which one matched.
+  for (const t of tokens) {
+    if (t.token && matchesSecretDigest(digestOf(t), presented)) found ??= t.id;
+  }
   return found;
 }
 

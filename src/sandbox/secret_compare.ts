@@ -22,3 +22,22 @@ function sha256(value: string | Uint8Array): Uint8Array {
 export function sameSecret(a: string | Uint8Array, b: string | Uint8Array): boolean {
   return timingSafeEqual(sha256(a), sha256(b));
 }
+
+/**
+ * The digest `sameSecret` compares, for a secret checked on every request (a configured token):
+ * computed once, then compared with `matchesSecretDigest`.
+ *
+ * @example
+ * ```ts
+ * const digest = secretDigest(configured.token);
+ * matchesSecretDigest(digest, presentedDigest); // true only for the exact same bytes
+ * ```
+ */
+export function secretDigest(value: string | Uint8Array): Uint8Array {
+  return sha256(value);
+}
+
+/** True when two digests of `secretDigest` are equal; the time says nothing about either. */
+export function matchesSecretDigest(a: Uint8Array, b: Uint8Array): boolean {
+  return timingSafeEqual(a, b);
+}
