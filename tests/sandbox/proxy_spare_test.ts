@@ -26,6 +26,17 @@ function processes(): Map<number, [number, string]> {
 const childrenOf = (all: Map<number, [number, string]>, parent: number) =>
   [...all].filter(([, [ppid]]) => ppid === parent).map(([pid, [, comm]]) => ({ pid, comm }));
 
+/** True while `pid` is a running (not zombie) child of `parent`. */
+function runningChildOf(pid: number, parent: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return state !== "Z" && state !== "X" && Number(ppid) === parent;
+  } catch {
+    return false; // reaped
+  }
+}
+
 const CLIENT = `
 import os, socket, time
 def hit():
@@ -54,13 +65,25 @@ sandboxTest(
         await new Promise((resolve) => setTimeout(resolve, 100)); // the first one's process ends
         // Our sandbox's init → its helpers → their children: the spares (nothing else is open).
         const all = processes();
+        const parents = new Map<number, number>();
         for (const init of childrenOf(all, Deno.pid).filter((p) => p.comm === "coop-init")) {
           for (const helper of childrenOf(all, init.pid).filter((p) => p.comm === "coop-init")) {
             for (const spare of childrenOf(all, helper.pid)) {
               Deno.kill(spare.pid, "SIGKILL");
               killed.push(spare.pid);
+              parents.set(spare.pid, helper.pid);
             }
           }
+        }
+        // kill() only queues SIGKILL: a spare that has not run since is still asleep in
+        // accept(), and when it runs, accept() hands it a connection already queued before it
+        // acts on the signal — it then dies holding the client's unread request (RST). That
+        // spare would not have died without a client, so the client connects only once every
+        // killed spare is gone (its fds closed: a zombie, reaped, or its pid reused).
+        const deadline = Date.now() + 10_000;
+        while (killed.some((pid) => runningChildOf(pid, parents.get(pid)!))) {
+          if (Date.now() > deadline) throw new Error(`a killed spare is still running: ${killed}`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
         }
         Deno.writeTextFileSync(`${workspace}/killed`, "");
       })();
