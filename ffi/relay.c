@@ -206,10 +206,15 @@ struct direction {
   int from, to, pipe[2];
   long pending; /* bytes in the pipe */
   int done;
+  /* Toward the client, after the other direction ended: the end is the client's last event,
+   * left to coop_relay_release's close (after the join), so a client that reads it knows the
+   * connection's thread is gone. */
+  int last_to_client;
 };
 
 /* Moves what it can without blocking. Returns 1 if it made progress. At EOF or an error it
- * half-closes `to`, so that the peer sees the end as it would have without us. */
+ * half-closes `to` (unless last_to_client), so that the peer sees the end as it would have
+ * without us. */
 static int advance(struct direction *d) {
   int progress = 0;
   while (!d->done) {
@@ -233,7 +238,7 @@ static int advance(struct direction *d) {
       if (n < 0 && errno == EAGAIN) return progress;
     }
     /* EOF, a reset, or a peer that is gone */
-    shutdown(d->to, SHUT_WR);
+    if (!d->last_to_client) shutdown(d->to, SHUT_WR);
     d->done = 1, progress = 1;
   }
   return progress;
@@ -247,13 +252,15 @@ static int open_pipe(int p[2]) {
 
 /* Splices both directions until both have ended, or the proxy stops. */
 static void relay_both(struct conn *c) {
-  struct direction d[2] = {{c->client, c->upstream, {-1, -1}, 0, 0},
-                           {c->upstream, c->client, {-1, -1}, 0, 0}};
+  struct direction d[2] = {{c->client, c->upstream, {-1, -1}, 0, 0, 0},
+                           {c->upstream, c->client, {-1, -1}, 0, 0, 0}};
   if (open_pipe(d[0].pipe) < 0 || open_pipe(d[1].pipe) < 0) goto out;
   while (!d[0].done || !d[1].done) {
     /* A steady transfer never waits in poll(): look at the stop flag on every round too. */
     if (__atomic_load_n(&c->relay->stopping, __ATOMIC_RELAXED)) break;
-    if (advance(&d[0]) | advance(&d[1])) continue;
+    int progress = advance(&d[0]);
+    d[1].last_to_client = d[0].done;
+    if (progress | advance(&d[1])) continue;
     struct pollfd p[3] = {{c->relay->stop, POLLIN, 0}};
     int n = 1;
     for (int i = 0; i < 2; i++) {
@@ -297,9 +304,11 @@ static void *serve(void *arg) {
       break;
     }
   }
-  close(c->client);
+  /* The client's socket stays open until coop_relay_release has joined this thread: a client
+   * that reads the end of a connection the relay ended (a reply, a refused dial) knows that the
+   * connection's thread is gone, and its slot under max_open free. */
   if (c->upstream >= 0) close(c->upstream);
-  c->client = c->upstream = -1;
+  c->upstream = -1;
   post(r, c->id, EV_DONE, 0);
   return NULL;
 }
@@ -531,6 +540,7 @@ int coop_relay_release(struct relay *r, uint32_t id) {
   pthread_mutex_unlock(&r->lock);
   if (!c) return -ENOENT;
   pthread_join(c->thread, NULL);
+  close(c->client);
   free(c->to_client), free(c->to_upstream), free(c);
   return 0;
 }
