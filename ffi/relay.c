@@ -74,6 +74,9 @@ struct conn {
 
 struct relay {
   int listener, stop, events;
+  /* Written by coop_relay_drain: the sandbox is gone, so whatever it sent is already here. */
+  int drain;
+  int draining; /* set before `drain` is written; read without the lock */
   pthread_t acceptor;
   pthread_mutex_t lock;
   pthread_cond_t changed; /* a command arrived, or stop */
@@ -99,15 +102,20 @@ static long now_ms(void) {
   return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-/* Waits until fd has `events` or the proxy stops. 1: ready, 0: timed out, -1: stopping. */
-static int wait_for(struct relay *r, int fd, short events, int timeout_ms) {
+/* Waits until fd has `events` or the proxy stops (or, with `or_drain`, drains). 1: ready,
+ * 0: timed out, -1: stopping or draining. */
+static int wait_for(struct relay *r, int fd, short events, int timeout_ms, int or_drain) {
   for (;;) {
-    struct pollfd p[2] = {{fd, events, 0}, {r->stop, POLLIN, 0}};
-    int n = poll(p, 2, timeout_ms);
+    struct pollfd p[3] = {{fd, events, 0}, {r->stop, POLLIN, 0}, {r->drain, POLLIN, 0}};
+    int n = poll(p, or_drain ? 3 : 2, timeout_ms);
     if (n < 0 && errno == EINTR) continue;
-    if (p[1].revents) return -1;
+    if (p[1].revents || (or_drain && p[2].revents)) return -1;
     return n > 0 ? 1 : 0;
   }
+}
+
+static int draining(struct relay *r) {
+  return __atomic_load_n(&r->draining, __ATOMIC_ACQUIRE);
 }
 
 /* Sends all of bytes on nonblocking socket fd. 0, or -1 when the peer is gone or we stop. */
@@ -120,7 +128,7 @@ static int send_all(struct relay *r, int fd, const unsigned char *bytes, long le
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) {
-      if (wait_for(r, fd, POLLOUT, -1) < 0) return -1;
+      if (wait_for(r, fd, POLLOUT, -1, 0) < 0) return -1;
       continue;
     }
     return -1;
@@ -128,7 +136,8 @@ static int send_all(struct relay *r, int fd, const unsigned char *bytes, long le
   return 0;
 }
 
-/* Reads until the blank line that ends the head, within HEAD_TIMEOUT_MS. 0 or -1. */
+/* Reads until the blank line that ends the head, within HEAD_TIMEOUT_MS. 0 or -1. Once the
+ * relay drains it no longer waits: the sandbox is gone, so what it sent is all there. */
 static int read_head(struct conn *c) {
   long deadline = now_ms() + HEAD_TIMEOUT_MS, len = 0;
   for (;;) {
@@ -136,9 +145,13 @@ static int read_head(struct conn *c) {
     if (n == 0) return -1;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) {
+      if (draining(c->relay)) return -1;
       long left = deadline - now_ms();
-      if (left <= 0 || wait_for(c->relay, c->client, POLLIN, (int)left) <= 0) return -1;
-      continue;
+      if (left <= 0) return -1;
+      int ready = wait_for(c->relay, c->client, POLLIN, (int)left, 1);
+      if (ready == 0 || (ready < 0 && __atomic_load_n(&c->relay->stopping, __ATOMIC_RELAXED)))
+        return -1;
+      continue; /* readable, or draining: read what is there once more */
     }
     if (n < 0) return -1;
     long from = len > 3 ? len - 3 : 0;
@@ -174,7 +187,8 @@ static int dial(struct conn *c) {
       close(fd);
       return -e;
     }
-    int ready = wait_for(c->relay, fd, POLLOUT, CONNECT_TIMEOUT_MS);
+    /* Draining: the sandbox that asked is gone; connecting for it would be a side effect. */
+    int ready = draining(c->relay) ? -1 : wait_for(c->relay, fd, POLLOUT, CONNECT_TIMEOUT_MS, 1);
     int error = ready > 0 ? 0 : ready == 0 ? ETIMEDOUT : ECANCELED;
     socklen_t size = sizeof error;
     if (ready > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) < 0) error = errno;
@@ -192,10 +206,15 @@ struct direction {
   int from, to, pipe[2];
   long pending; /* bytes in the pipe */
   int done;
+  /* Toward the client, after the other direction ended: the end is the client's last event,
+   * left to coop_relay_release's close (after the join), so a client that reads it knows the
+   * connection's thread is gone. */
+  int last_to_client;
 };
 
 /* Moves what it can without blocking. Returns 1 if it made progress. At EOF or an error it
- * half-closes `to`, so that the peer sees the end as it would have without us. */
+ * half-closes `to` (unless last_to_client), so that the peer sees the end as it would have
+ * without us. */
 static int advance(struct direction *d) {
   int progress = 0;
   while (!d->done) {
@@ -219,7 +238,7 @@ static int advance(struct direction *d) {
       if (n < 0 && errno == EAGAIN) return progress;
     }
     /* EOF, a reset, or a peer that is gone */
-    shutdown(d->to, SHUT_WR);
+    if (!d->last_to_client) shutdown(d->to, SHUT_WR);
     d->done = 1, progress = 1;
   }
   return progress;
@@ -233,13 +252,15 @@ static int open_pipe(int p[2]) {
 
 /* Splices both directions until both have ended, or the proxy stops. */
 static void relay_both(struct conn *c) {
-  struct direction d[2] = {{c->client, c->upstream, {-1, -1}, 0, 0},
-                           {c->upstream, c->client, {-1, -1}, 0, 0}};
+  struct direction d[2] = {{c->client, c->upstream, {-1, -1}, 0, 0, 0},
+                           {c->upstream, c->client, {-1, -1}, 0, 0, 0}};
   if (open_pipe(d[0].pipe) < 0 || open_pipe(d[1].pipe) < 0) goto out;
   while (!d[0].done || !d[1].done) {
     /* A steady transfer never waits in poll(): look at the stop flag on every round too. */
     if (__atomic_load_n(&c->relay->stopping, __ATOMIC_RELAXED)) break;
-    if (advance(&d[0]) | advance(&d[1])) continue;
+    int progress = advance(&d[0]);
+    d[1].last_to_client = d[0].done;
+    if (progress | advance(&d[1])) continue;
     struct pollfd p[3] = {{c->relay->stop, POLLIN, 0}};
     int n = 1;
     for (int i = 0; i < 2; i++) {
@@ -283,9 +304,11 @@ static void *serve(void *arg) {
       break;
     }
   }
-  close(c->client);
+  /* The client's socket stays open until coop_relay_release has joined this thread: a client
+   * that reads the end of a connection the relay ended (a reply, a refused dial) knows that the
+   * connection's thread is gone, and its slot under max_open free. */
   if (c->upstream >= 0) close(c->upstream);
-  c->client = c->upstream = -1;
+  c->upstream = -1;
   post(r, c->id, EV_DONE, 0);
   return NULL;
 }
@@ -321,39 +344,59 @@ static void refuse(struct relay *r, int client) {
   post(r, 0, EV_REFUSED, ++r->refused);
 }
 
+/* Accepts one connection and starts its thread (or refuses it past the cap). 0, 1 when accept
+ * failed otherwise (out of fds or memory), -1 when the backlog is empty. */
+static int accept_one(struct relay *r) {
+  int client = accept4(r->listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (client < 0) {
+    if (errno == EAGAIN) return -1;
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      struct timespec pause = {0, 10 * 1000 * 1000}; /* don't spin while out of fds */
+      nanosleep(&pause, NULL);
+    }
+    return 1;
+  }
+  pthread_mutex_lock(&r->lock);
+  int full = r->open >= r->max_open;
+  pthread_mutex_unlock(&r->lock);
+  if (full) {
+    refuse(r, client);
+    return 0;
+  }
+  struct conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    close(client);
+    return 0;
+  }
+  c->relay = r, c->client = client, c->upstream = -1;
+  pthread_mutex_lock(&r->lock);
+  c->id = r->next_id + 1; /* ids 1..next_id are exactly the connections given a thread */
+  int error = start_thread(&c->thread, serve, c);
+  if (error == 0) c->next = r->conns, r->conns = c, r->open++, r->next_id = c->id;
+  pthread_mutex_unlock(&r->lock);
+  if (error) close(client), free(c);
+  return 0;
+}
+
+/* Accepts until stopped. Draining, it first accepts whatever is still in the backlog: the
+ * sandbox is gone, but a connection it made is queued there with its whole request. The exit
+ * event carries how many connections got a thread; each of them posts EV_HEAD or EV_DONE. */
 static void *accept_loop(void *arg) {
   struct relay *r = arg;
   for (;;) {
-    if (wait_for(r, r->listener, POLLIN, -1) < 0) break;
-    int client = accept4(r->listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (client < 0) {
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        struct timespec pause = {0, 10 * 1000 * 1000}; /* don't spin while out of fds */
-        nanosleep(&pause, NULL);
+    if (wait_for(r, r->listener, POLLIN, -1, 1) < 0) {
+      if (draining(r) && !__atomic_load_n(&r->stopping, __ATOMIC_RELAXED)) {
+        while (accept_one(r) == 0) {
+        }
       }
-      continue;
+      break;
     }
-    pthread_mutex_lock(&r->lock);
-    int full = r->open >= r->max_open;
-    pthread_mutex_unlock(&r->lock);
-    if (full) {
-      refuse(r, client);
-      continue;
-    }
-    struct conn *c = calloc(1, sizeof *c);
-    if (!c) {
-      close(client);
-      continue;
-    }
-    c->relay = r, c->client = client, c->upstream = -1;
-    pthread_mutex_lock(&r->lock);
-    c->id = ++r->next_id;
-    int error = start_thread(&c->thread, serve, c);
-    if (error == 0) c->next = r->conns, r->conns = c, r->open++;
-    pthread_mutex_unlock(&r->lock);
-    if (error) close(client), free(c);
+    accept_one(r);
   }
-  post(r, 0, EV_ACCEPTOR_EXIT, 0);
+  pthread_mutex_lock(&r->lock);
+  int32_t accepted = (int32_t)r->next_id;
+  pthread_mutex_unlock(&r->lock);
+  post(r, 0, EV_ACCEPTOR_EXIT, accepted);
   return NULL;
 }
 
@@ -373,7 +416,7 @@ struct relay *coop_relay_start(const char *path, int max_open, const unsigned ch
     out[1] = ENOMEM;
     return NULL;
   }
-  r->listener = r->stop = -1;
+  r->listener = r->stop = r->drain = -1;
   r->max_open = max_open;
   r->refusal_len = refusal_len;
   r->refusal = copy_of(refusal, refusal_len);
@@ -391,7 +434,8 @@ struct relay *coop_relay_start(const char *path, int max_open, const unsigned ch
       listen(r->listener, 128) < 0)
     goto fail;
   r->stop = eventfd(0, EFD_CLOEXEC);
-  if (r->stop < 0 || pipe2(events, O_CLOEXEC) < 0) goto fail;
+  r->drain = eventfd(0, EFD_CLOEXEC);
+  if (r->stop < 0 || r->drain < 0 || pipe2(events, O_CLOEXEC) < 0) goto fail;
   r->events = events[1];
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->changed, NULL);
@@ -406,6 +450,7 @@ fail:
   out[1] = errno;
   if (events[0] >= 0) close(events[0]), close(events[1]);
   if (r->stop >= 0) close(r->stop);
+  if (r->drain >= 0) close(r->drain);
   if (r->listener >= 0) close(r->listener);
   free(r->refusal);
   free(r);
@@ -495,8 +540,20 @@ int coop_relay_release(struct relay *r, uint32_t id) {
   pthread_mutex_unlock(&r->lock);
   if (!c) return -ENOENT;
   pthread_join(c->thread, NULL);
+  close(c->client);
   free(c->to_client), free(c->to_upstream), free(c);
   return 0;
+}
+
+/* The sandbox is gone: accepts what is left in the backlog, then stops accepting
+ * (EV_ACCEPTOR_EXIT with the number of connections accepted in all); head reads no longer wait
+ * and dials end as canceled, so every connection reports its head or its end promptly. Open
+ * relays go on until coop_relay_stop. */
+void coop_relay_drain(struct relay *r) {
+  uint64_t one = 1;
+  __atomic_store_n(&r->draining, 1, __ATOMIC_RELEASE);
+  while (write(r->drain, &one, sizeof one) < 0 && errno == EINTR) {
+  }
 }
 
 /* Stops accepting and ends every connection; EV_DONE and then EV_ACCEPTOR_EXIT follow. */
@@ -515,7 +572,7 @@ void coop_relay_stop(struct relay *r) {
 void coop_relay_free(struct relay *r) {
   pthread_join(r->acceptor, NULL);
   while (r->conns) coop_relay_release(r, r->conns->id); /* only if the caller skipped some */
-  close(r->listener), close(r->stop), close(r->events);
+  close(r->listener), close(r->stop), close(r->drain), close(r->events);
   pthread_mutex_destroy(&r->lock);
   pthread_cond_destroy(&r->changed);
   free(r->refusal);

@@ -75,6 +75,10 @@ export function trackSandbox(
     // Removed (leftovers killed first) right after the status; settleSandboxCgroups() awaits it.
     if (cgroup) removeCgroupLater(cgroup);
     const disk = quota ? await quota.finish() : null;
+    // The pid namespace is gone, so every connection the sandbox made is queued at the proxy
+    // with its whole request (or is already decided): decide them all before the denials are
+    // read — an event still in the relay's pipe would otherwise be lost from the result.
+    await proxy?.drain();
     await proxy?.close();
     if (rep.setupError) {
       throw logSetupFailure(setupFailure(rep.setupError.step, rep.setupError.errno), argv);

@@ -56,6 +56,7 @@ export const TRAMPOLINE_SYMBOLS = {
     result: "i32",
   },
   coop_relay_release: { parameters: ["pointer", "u32"], result: "i32" },
+  coop_relay_drain: { parameters: ["pointer"], result: "void" },
   coop_relay_stop: { parameters: ["pointer"], result: "void" },
   coop_relay_free: { parameters: ["pointer"], result: "void" },
   coop_session_run: {
@@ -107,6 +108,7 @@ export interface Trampoline {
     refusalLength: bigint,
   ): number;
   coop_relay_release(relay: Ptr, id: number): number;
+  coop_relay_drain(relay: Ptr): void;
   coop_relay_stop(relay: Ptr): void;
   coop_relay_free(relay: Ptr): void;
   coop_session_run(

@@ -206,9 +206,38 @@ Deno.test({
       resolve: () => Promise.resolve(["127.0.0.1"]),
       allowPrivateAddresses: true,
     });
+    // Connected first: the acceptor takes connections in order (the listen queue is FIFO), so
+    // each of these has its thread before any later connection is answered.
     const tunnel = await Deno.connect({ transport: "unix", path: proxy.socketPath });
     const idle = await Deno.connect({ transport: "unix", path: proxy.socketPath });
+    const ended = await Deno.connect({ transport: "unix", path: proxy.socketPath });
+    const encoder = new TextEncoder();
+    const established = async (conn: Deno.UnixConn) => {
+      await conn.write(
+        encoder.encode(`CONNECT allowed.test:${port} HTTP/1.1\r\n${auth(proxy.token)}\r\n`),
+      );
+      const answer = new Uint8Array(100);
+      const n = await conn.read(answer);
+      assertMatch(new TextDecoder().decode(answer.subarray(0, n ?? 0)), /^HTTP\/1\.1 200 /);
+    };
     try {
+      // A connection the proxy ends itself (its reply) is closed only after its thread was
+      // joined: when ask() has read the end, that thread is gone.
+      const refused = await ask(
+        proxy.socketPath,
+        `CONNECT allowed.test:${closedPort} HTTP/1.1\r\n${auth(proxy.token)}\r\n`,
+      );
+      assertMatch(refused, /^HTTP\/1\.1 502 [^]*did not accept the connection: connection refused/);
+      // A relayed connection the client ends first: the relay's last end (the upstream's) comes
+      // after the join, so reading it means that thread is gone too.
+      await established(ended);
+      await ended.closeWrite();
+      assertEquals(await ended.read(new Uint8Array(10)), null);
+      ended.close();
+      // An open tunnel and a connection that never finishes its head, both open at close().
+      await established(tunnel);
+      await idle.write(encoder.encode("CONNECT allowed.test"));
+      assertEquals(relayThreads(), 3, "an acceptor and one thread per open connection");
       // The body arrives in the same write as the head: the relay sends it on after the head.
       const body = "x".repeat(100_000);
       const post = await ask(
@@ -217,22 +246,6 @@ Deno.test({
           `Content-Length: ${body.length}\r\n\r\n${body}`,
       );
       assertMatch(post, /^HTTP\/1\.1 200 [^]*got 100000 bytes$/);
-      const refused = await ask(
-        proxy.socketPath,
-        `CONNECT allowed.test:${closedPort} HTTP/1.1\r\n${auth(proxy.token)}\r\n`,
-      );
-      assertMatch(refused, /^HTTP\/1\.1 502 [^]*did not accept the connection: connection refused/);
-      // An open tunnel and a connection that never finishes its head, both open at close().
-      await tunnel.write(
-        new TextEncoder().encode(
-          `CONNECT allowed.test:${port} HTTP/1.1\r\n${auth(proxy.token)}\r\n`,
-        ),
-      );
-      const established = new Uint8Array(100);
-      const n = await tunnel.read(established);
-      assertMatch(new TextDecoder().decode(established.subarray(0, n ?? 0)), /^HTTP\/1\.1 200 /);
-      await idle.write(new TextEncoder().encode("CONNECT allowed.test"));
-      assertEquals(relayThreads(), 3, "an acceptor and one thread per open connection");
     } finally {
       await proxy.close();
       await server.shutdown();

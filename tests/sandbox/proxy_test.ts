@@ -80,7 +80,10 @@ cat /etc/resolv.conf
 ${
         python(`
 port = int(sys.argv[1])
-attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
+# Reads the answer: a denial is recorded for each request that reached the proxy, and one
+# whose client exits at once may not have left the capture helper before the sandbox ended.
+attempt("host_loopback", lambda: print("host_loopback_answer=" + socket.create_connection(
+  ("127.0.0.1", port), timeout=5).recv(12).decode(), flush=True))
 attempt("public6", lambda: socket.create_connection(("2606:4700:4700::1111", 443), timeout=5))
 attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("8.8.8.8", 53)))
 attempt("bind", lambda: socket.socket().bind(("127.0.0.1", 8080)))
@@ -97,6 +100,7 @@ attempt("forwarder", lambda: socket.create_connection(("127.0.0.1", 3128), timeo
     assertEquals(out.ip, "0");
     assertMatch(r.stdout, new RegExp(`127\\.0\\.0\\.1:${server.port} is not in the allowlist`));
     assertEquals(out.host_loopback, "OK");
+    assertEquals(out.host_loopback_answer, "HTTP/1.1 403", "the proxy's refusal, not the server");
     // IPv6 has no route; UDP is dropped in the output hook; nothing may listen.
     assertEquals(out.public6, "ENETUNREACH");
     assertEquals(out.udp, "EPERM");

@@ -60,6 +60,12 @@ export interface RelayOptions {
 export interface RelayListener {
   /** Connections refused so far because `maxConnections` were open. */
   readonly refusedConnections: number;
+  /**
+   * For when the clients are gone (the sandbox ended): accepts what is left in the backlog and
+   * stops accepting; resolves once every connection accepted has had its head given to
+   * `onConnection` or has ended. Dials fail as canceled from then on; open relays go on.
+   */
+  drain(): Promise<void>;
   /** Stops accepting, ends every connection and waits until its threads are gone. */
   close(): Promise<void>;
 }
@@ -89,14 +95,22 @@ export async function listenRelay(path: string, options: RelayOptions): Promise<
   const dials = new Map<number, (result: number) => void>();
   const live = new Set<number>();
   let acceptorGone = false;
+  // Each accepted connection reports once, with its head or with its end (no head); the
+  // acceptor's exit says how many it accepted.
+  let accepted = 0, reported = 0;
+  let draining = false;
   let refused = 0;
   // Set by close(): from then on no call may reach the relay, which close() frees once C has
   // ended every connection — a decision still pending (a slow resolver) must find it gone.
   let stopped = false;
   let finished: () => void = () => {};
   const allGone = new Promise<void>((resolve) => (finished = resolve));
+  let drained: () => void = () => {};
+  const allReported = new Promise<void>((resolve) => (drained = resolve));
   const checkFinished = () => {
-    if (acceptorGone && live.size === 0) finished();
+    if (!acceptorGone || reported < accepted) return;
+    drained();
+    if (live.size === 0) finished();
   };
 
   const connection = (id: number): RelayConnection => {
@@ -110,7 +124,7 @@ export async function listenRelay(path: string, options: RelayOptions): Promise<
       },
       dial(address, port, toClient, toUpstream) {
         return new Promise((resolve) => {
-          if (stopped || !live.has(id)) return resolve(ECANCELED);
+          if (stopped || draining || !live.has(id)) return resolve(ECANCELED);
           dials.set(id, resolve);
           const accepted = lib.coop_relay_dial(
             relay,
@@ -134,10 +148,12 @@ export async function listenRelay(path: string, options: RelayOptions): Promise<
   const dispatch = (id: number, kind: number, value: number) => {
     if (kind === EV.acceptorExit) {
       acceptorGone = true;
+      accepted = value;
     } else if (kind === EV.refused) {
       refused = value;
       options.onRefused?.(refused);
     } else if (kind === EV.head) {
+      reported++;
       live.add(id);
       // After close(), C ends the connection on its own; nobody is there to answer it.
       if (!stopped) onConnection(connection(id));
@@ -145,6 +161,7 @@ export async function listenRelay(path: string, options: RelayOptions): Promise<
       dials.get(id)?.(-value);
       dials.delete(id);
     } else if (kind === EV.done) {
+      if (!live.has(id)) reported++; // ended before its head
       // A dial still pending when the proxy stops ends as canceled.
       dials.get(id)?.(ECANCELED);
       dials.delete(id);
@@ -175,6 +192,13 @@ export async function listenRelay(path: string, options: RelayOptions): Promise<
   return {
     get refusedConnections() {
       return refused;
+    },
+    drain() {
+      if (!draining && !stopped) {
+        draining = true;
+        lib.coop_relay_drain(relay);
+      }
+      return allReported;
     },
     close() {
       closing ??= (async () => {

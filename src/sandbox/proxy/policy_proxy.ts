@@ -85,6 +85,11 @@ export interface PolicyProxy {
   readonly denials: readonly ProxyDenial[];
   /** Connections refused so far because `maxConnections` were open. */
   readonly refusedConnections: number;
+  /**
+   * Once the sandbox is gone: takes every connection it made that reached the socket, and
+   * resolves when each has been decided, so `denials` is complete. Dials fail from then on.
+   */
+  drain(): Promise<void>;
   /** Stops listening, closes every open connection and removes the socket. */
   close(): Promise<void>;
 }
@@ -317,6 +322,11 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     denials,
     get refusedConnections() {
       return relay?.refusedConnections ?? 0;
+    },
+    async drain() {
+      await relay?.drain();
+      // Every head has reached onConnection by now: these are all the decisions left.
+      await Promise.allSettled([...handlers]);
     },
     close() {
       closing ??= release();
