@@ -18,6 +18,7 @@ import { listenFailure } from "./listen_failure.ts";
 import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
 import { ConfigReloader } from "./config_reload.ts";
 import { environmentWritesSettled, settleSandboxCgroups } from "../sandbox/mod.ts";
+import { IdleMemoryRelease } from "./idle_memory_release.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -115,12 +116,15 @@ export async function startCommand(
     return await messengers.apply(next);
   });
   reloader.start();
+  const memory = new IdleMemoryRelease();
+  memory.start();
   say("ready (SIGTERM or Ctrl-C stops; SIGHUP or saving the config reloads it)");
 
   await stopped;
   say("stopping: cancelling turns in flight…");
   log.info("gateway.stopping", { event: "gateway.stopping" });
   await reloader.stop();
+  await memory.stop();
   // Cancel turns first: an HTTP shutdown waits for its requests, which wait for their turns.
   await Promise.all([gateway.drain(), cron.stop(), messengers.stop({ cancel: true })]);
   await server?.shutdown();

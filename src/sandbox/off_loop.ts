@@ -127,6 +127,18 @@ export async function warmOffLoop(module: URL, name: string): Promise<void> {
   await Promise.all(slots.map((slot) => dispatch(slot, module, name, [])));
 }
 
+/**
+ * Ends every worker that has no task, so that an idle process gives back the memory of its
+ * isolate (~18 MB); the next task starts a worker again (about 50 ms, off the event loop).
+ * Resolves to how many were ended.
+ */
+export async function retireIdleOffLoopWorkers(): Promise<number> {
+  const idle = slots.filter((slot) => slot.pending.size === 0);
+  for (const slot of idle) slots.splice(slots.indexOf(slot), 1);
+  await Promise.all(idle.map((slot) => slot.worker.terminate()));
+  return idle.length;
+}
+
 function dispatch<T>(slot: Slot, module: URL, name: string, args: unknown[]): Promise<T> {
   const id = nextId++;
   return new Promise<T>((resolve, reject) => {

@@ -1,0 +1,166 @@
+/**
+ * `coop start` gives memory back once it rests after work: the detector (fake clock readings),
+ * and each real step on this process (full GC, `malloc_trim`, the off-loop worker retired and
+ * started again on the next task).
+ */
+import { assert, assertEquals } from "../assert.ts";
+import {
+  IdleMemoryRelease,
+  type MemoryReleaseReport,
+  releaseMemory,
+} from "../../src/cli/idle_memory_release.ts";
+import { cpuTimeMs, residentBytes } from "../../src/cli/process_memory.ts";
+import { runOffLoop } from "../../src/sandbox/off_loop.ts";
+
+const MIB = 1024 * 1024;
+
+/** A detector over scripted readings; `cpu`/`rss` are what the next sample reads. */
+function scripted(options: { releaseCpuMs?: number; fail?: boolean } = {}) {
+  const state = { cpu: 0, rss: 100 * MIB, releases: 0 };
+  const detector = new IdleMemoryRelease({
+    readCpuMs: () => state.cpu,
+    readRss: () => state.rss,
+    release: (): Promise<MemoryReleaseReport> => {
+      state.releases++;
+      state.cpu += options.releaseCpuMs ?? 0; // a GC costs CPU time of its own
+      if (options.fail) return Promise.reject(new Error("inspector gone"));
+      const before = state.rss;
+      state.rss = 100 * MIB;
+      return Promise.resolve({
+        rssBefore: before,
+        rssAfter: state.rss,
+        collected: true,
+        trimmed: true,
+        workersRetired: 0,
+        durationMs: 1,
+      });
+    },
+  });
+  detector.start(); // reads the starting CPU and RSS; the interval is never awaited here
+  const tick = async (cpuMs: number, rss = state.rss) => {
+    state.cpu += cpuMs;
+    state.rss = rss;
+    await detector.sample();
+  };
+  return { state, tick, stop: () => detector.stop() };
+}
+
+Deno.test("idle release: activity, then a second of rest: one release, not repeated", async () => {
+  const { state, tick, stop } = scripted();
+  try {
+    await tick(400, 180 * MIB); // a burst of turns
+    assertEquals(state.releases, 0, "no release while busy");
+    await tick(2); // rest
+    assertEquals(state.releases, 1);
+    for (let i = 0; i < 5; i++) await tick(2);
+    assertEquals(state.releases, 1, "resting on does not release again");
+    await tick(100);
+    await tick(0);
+    assertEquals(state.releases, 2, "the next burst is released too");
+  } finally {
+    await stop();
+  }
+});
+
+Deno.test("idle release: never while every second is busy, never without activity", async () => {
+  const { state, tick, stop } = scripted();
+  try {
+    for (let i = 0; i < 5; i++) await tick(5);
+    assertEquals(state.releases, 0, "a process that only rests has nothing to give back");
+    for (let i = 0; i < 10; i++) await tick(300);
+    assertEquals(state.releases, 0, "a process under load is never paused for a full GC");
+    await tick(20); // between rest and activity: neither
+    assertEquals(state.releases, 0);
+    await tick(1);
+    assertEquals(state.releases, 1);
+  } finally {
+    await stop();
+  }
+});
+
+Deno.test("idle release: slow growth without much CPU counts as activity", async () => {
+  const { state, tick, stop } = scripted();
+  try {
+    await tick(5, 110 * MIB);
+    await tick(5, 110 * MIB);
+    assertEquals(state.releases, 0, "10 MiB over the start is not enough");
+    await tick(5, 120 * MIB); // > 16 MiB over the baseline, at rest
+    assertEquals(state.releases, 1);
+    await tick(5, 100 * MIB);
+    await tick(5, 100 * MIB);
+    assertEquals(state.releases, 1, "the baseline is what the release left");
+  } finally {
+    await stop();
+  }
+});
+
+Deno.test("idle release: its own GC's CPU time is not taken for new activity", async () => {
+  const { state, tick, stop } = scripted({ releaseCpuMs: 250 });
+  try {
+    await tick(200);
+    await tick(0);
+    assertEquals(state.releases, 1);
+    await tick(0);
+    await tick(0);
+    assertEquals(state.releases, 1);
+  } finally {
+    await stop();
+  }
+});
+
+Deno.test("idle release: a failed release is logged and the next burst tries again", async () => {
+  const { state, tick, stop } = scripted({ fail: true });
+  try {
+    await tick(200);
+    await tick(0);
+    await tick(200);
+    await tick(0);
+    assertEquals(state.releases, 2);
+  } finally {
+    await stop();
+  }
+});
+
+Deno.test("process readings: resident size and CPU time of this process", () => {
+  const rss = residentBytes();
+  assert(rss !== undefined && rss > 10 * MIB, `RSS ${rss}`);
+  const before = cpuTimeMs()!;
+  const start = performance.now();
+  let x = 0;
+  while (performance.now() - start < 150) x += Math.sqrt(x + 1); // 150 ms of CPU at least
+  assert(x > 0);
+  assert(cpuTimeMs()! - before >= 100, `CPU time went from ${before} to ${cpuTimeMs()}`);
+});
+
+Deno.test("releaseMemory: full GC, malloc_trim, and the idle off-loop worker ended and restarted", async () => {
+  const module = new URL("../../src/sandbox/protected_paths.ts", import.meta.url);
+  const dir = await Deno.makeTempDir();
+  try {
+    await runOffLoop(module, "protectedPathsIn", [dir, [".git"]]); // the worker now exists
+    const workerThreads = () =>
+      [...Deno.readDirSync("/proc/self/task")].filter((task) => {
+        try {
+          return Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).startsWith("worker-");
+        } catch {
+          return false; // exited while listed
+        }
+      }).length;
+    assertEquals(workerThreads(), 1, "the off-loop worker's thread runs");
+    const report = await releaseMemory();
+    assert(report.collected, "the inspector's full GC ran");
+    assert(report.trimmed, "glibc's malloc_trim ran (this runtime links glibc)");
+    assertEquals(report.workersRetired, 1);
+    assert(report.rssBefore! > 0 && report.rssAfter! > 0);
+    // Its thread ends once the isolate is torn down, which may finish just after `terminate()`.
+    const deadline = Date.now() + 5000;
+    while (workerThreads() > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assertEquals(workerThreads(), 0, "the worker's thread is gone");
+    // The next task starts a worker again.
+    assertEquals(await runOffLoop(module, "protectedPathsIn", [dir, [".git"]]), []);
+    assertEquals((await releaseMemory()).workersRetired, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
