@@ -106,6 +106,7 @@ run("gcc", [
   `${ffi}/session.c`,
   `${ffi}/pty.c`,
   `${ffi}/syncfs.c`,
+  `${ffi}/file_lock.c`,
   `${ffi}/init_blob.S`,
   "-pthread",
 ]);

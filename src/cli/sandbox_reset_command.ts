@@ -14,6 +14,8 @@ import {
   resetUser,
 } from "../environments/environment_lifecycle.ts";
 import { sizeText } from "../environments/size_text.ts";
+import { upperLocker } from "../environments/layer_removal.ts";
+import { SandboxUpperInUseError } from "../sandbox/upper_lock.ts";
 import { readPairedPeople } from "../state/paired_people_reader.ts";
 import { readSessionKeys } from "../state/session_keys_reader.ts";
 import { callerPath } from "./caller_path.ts";
@@ -79,9 +81,24 @@ export async function sandboxResetCommand(args: string[]): Promise<number> {
   if (!USER_NAME_PATTERN.test(user)) throw new UsageError(`--user "${user}" ${USER_NAME_RULE}`);
   const config = await configOf(values.config as string | undefined);
   if (!config) return 1;
-  const removed = resetUser(config.agent.stateDir, user, values.persist === true);
+  const lock = await upperLocker();
+  const removed = inUseRefused(() =>
+    resetUser(config.agent.stateDir, user, values.persist === true, lock)
+  );
+  if (!removed) return 1;
   print(renderRemoved(removed, values.json === true));
   return 0;
+}
+
+/** `remove()`, or null after saying which layer a running sandbox has mounted. */
+function inUseRefused(remove: () => Removed[]): Removed[] | null {
+  try {
+    return remove();
+  } catch (error) {
+    if (!(error instanceof SandboxUpperInUseError)) throw error;
+    writeStderr(`coop: ${error.message}; it was not removed\n`);
+    return null;
+  }
 }
 
 /** `coop sandbox clean [--config FILE] [--json]`. */
@@ -97,10 +114,15 @@ export async function sandboxCleanCommand(args: string[]): Promise<number> {
   }
   const sessions = readSessionKeys(config.agent.stateDir);
   if ("problem" in sessions) writeStderr(`coop: ${sessions.problem}; session uppers kept\n`);
-  const removed = cleanEnvironments(config, {
-    knownUsers: new Set([...config.users.map((u) => u.name), ...paired.map((p) => p.name)]),
-    sessions: "problem" in sessions ? null : sessions,
-  });
+  const lock = await upperLocker();
+  const removed = inUseRefused(() =>
+    cleanEnvironments(config, {
+      knownUsers: new Set([...config.users.map((u) => u.name), ...paired.map((p) => p.name)]),
+      sessions: "problem" in sessions ? null : sessions,
+      lock,
+    })
+  );
+  if (!removed) return 1;
   print(renderRemoved(removed, values.json === true));
   return 0;
 }

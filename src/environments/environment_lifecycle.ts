@@ -10,7 +10,8 @@ import { join } from "node:path";
 import type { CoopConfig } from "../config/config.ts";
 import { environmentPaths } from "./environment_layout.ts";
 import { sessionDirName, sessionUppersDir } from "./environment_mounts.ts";
-import { removeTree } from "./sandbox_tree.ts";
+import { removeEnvironmentDir, removeLayerDir, type UpperLocker } from "./layer_removal.ts";
+import { removeTree, type TreeSize } from "./sandbox_tree.ts";
 
 /** One thing deleted, and the space it used. */
 export interface Removed {
@@ -74,8 +75,8 @@ function names(dir: string): string[] {
   }
 }
 
-function remove(what: string, path: string, out: Removed[]): void {
-  const size = removeTree(path);
+function remove(what: string, path: string, out: Removed[], removeIt = removeTree): void {
+  const size: TreeSize = removeIt(path);
   if (size.entries > 0) out.push({ what, path, bytes: size.bytes, partial: size.partial });
 }
 
@@ -83,11 +84,21 @@ function remove(what: string, path: string, out: Removed[]): void {
  * Deletes `user`'s upper layers (their own and every session's) in every environment of
  * `stateDir`, and with `persist` their persist directories too.
  */
-export function resetUser(stateDir: string, user: string, persist: boolean): Removed[] {
+export function resetUser(
+  stateDir: string,
+  user: string,
+  persist: boolean,
+  lock: UpperLocker,
+): Removed[] {
   const out: Removed[] = [];
   for (const id of names(environmentsDir(stateDir))) {
     const root = join(environmentsDir(stateDir), id);
-    remove(`upper of ${user} in ${id}`, join(root, "uppers", user), out);
+    remove(
+      `upper of ${user} in ${id}`,
+      join(root, "uppers", user),
+      out,
+      (dir) => removeLayerDir(dir, lock, true),
+    );
     if (persist) {
       remove(`persist directories of ${user} in ${id}`, join(root, "persist", user), out);
     }
@@ -101,6 +112,8 @@ export interface CleanContext {
   knownUsers: ReadonlySet<string>;
   /** Existing chat sessions (`channel`, `session`); null: unknown, keep every session upper. */
   sessions: readonly { channel: string; session: string }[] | null;
+  /** Takes an upper's lock: nothing a sandbox has mounted is removed. */
+  lock: UpperLocker;
 }
 
 /**
@@ -124,21 +137,36 @@ export function cleanEnvironments(config: CoopConfig, context: CleanContext): Re
     const root = join(environmentsDir(stateDir), id);
     const coopfile = referenced.get(id);
     if (coopfile === undefined) {
-      remove(`environment ${id} (no Coopfile in the config references it)`, root, out);
+      remove(
+        `environment ${id} (no Coopfile in the config references it)`,
+        root,
+        out,
+        (dir) => removeEnvironmentDir(dir, context.lock),
+      );
       continue;
     }
     const paths = environmentPaths(stateDir, coopfile);
     remove(`unfinished build of ${coopfile}`, paths.next, out);
     for (const user of names(join(root, "uppers"))) {
       if (!context.knownUsers.has(user)) {
-        remove(`upper of ${user} (no longer a user)`, join(root, "uppers", user), out);
+        remove(
+          `upper of ${user} (no longer a user)`,
+          join(root, "uppers", user),
+          out,
+          (dir) => removeLayerDir(dir, context.lock, true),
+        );
         continue;
       }
       if (liveSessions === null) continue;
       const sessions = sessionUppersDir(paths, user);
       for (const name of names(sessions)) {
         if (!liveSessions.has(name)) {
-          remove(`session upper of ${user} (session ended)`, join(sessions, name), out);
+          remove(
+            `session upper of ${user} (session ended)`,
+            join(sessions, name),
+            out,
+            (dir) => removeLayerDir(dir, context.lock, false),
+          );
         }
       }
     }
@@ -160,12 +188,13 @@ export function discardSessionUppers(
   stateDir: string,
   user: string,
   session: { channel: string; id: string },
+  lock: UpperLocker,
 ): Removed[] {
   const out: Removed[] = [];
   const name = sessionDirName(session);
   for (const id of names(environmentsDir(stateDir))) {
     const path = join(environmentsDir(stateDir), id, "uppers", user, "sessions", name);
-    remove(`session upper of ${user}`, path, out);
+    remove(`session upper of ${user}`, path, out, (dir) => removeLayerDir(dir, lock, false));
   }
   return out;
 }

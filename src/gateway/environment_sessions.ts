@@ -7,6 +7,7 @@ import { getLogger } from "@logtape/logtape";
 import type { CoopConfig } from "../config/config.ts";
 import { errorMessage } from "../errors/coop_error.ts";
 import { discardSessionUppers } from "../environments/environment_lifecycle.ts";
+import { upperLocker } from "../environments/layer_removal.ts";
 import type { EnvironmentSession } from "../environments/environment_mounts.ts";
 
 const log = getLogger(["coop", "environments"]);
@@ -16,13 +17,14 @@ const log = getLogger(["coop", "environments"]);
  * an environment keeps its upper per session). A failure is logged, never thrown: the session
  * has ended either way, and `coop sandbox clean` removes what is left.
  */
-export function endEnvironmentSession(
+export async function endEnvironmentSession(
   config: CoopConfig,
   user: string,
   session: EnvironmentSession,
-): void {
+): Promise<void> {
   try {
-    for (const removed of discardSessionUppers(config.agent.stateDir, user, session)) {
+    const lock = await upperLocker();
+    for (const removed of discardSessionUppers(config.agent.stateDir, user, session, lock)) {
       log.info("environment.session_upper_removed {path}", {
         event: "environment.session_upper_removed",
         user,

@@ -231,7 +231,7 @@ export class Gateway {
     // Each run is a session of its own, over once the job has answered: its live sandbox (with
     // lifetime = "session") stops first, then its session upper goes.
     await this.sessionSandboxes.stop({ channel: "cron", user: person, session: outcome.session });
-    endEnvironmentSession(this.config, user.name, { channel: "cron", id: outcome.session });
+    await endEnvironmentSession(this.config, user.name, { channel: "cron", id: outcome.session });
     return { reply: outcome.reply, session: outcome.session };
   };
 

@@ -48,6 +48,11 @@ export interface ExecOptions {
   /** Kills the whole sandbox when aborted (the result then reports `SIGKILL`). */
   signal?: AbortSignal;
   /**
+   * With an environment root: how long to wait while another sandbox (of any process) has the
+   * same upper layer mounted, before failing with `SandboxUpperInUseError`. Default 10 s.
+   */
+  upperWaitMs?: number;
+  /**
    * Test hooks of network "proxy" (resolver, private addresses); production never sets them.
    * @ignore
    */
@@ -184,6 +189,7 @@ export async function exec(
     proxy: options.proxy,
     cgroupHost: options.cgroupHost,
     expectViolations: options.expectViolations,
+    upperWaitMs: options.upperWaitMs,
   });
   const kill = () => child.kill("SIGKILL");
   options.signal?.addEventListener("abort", kill, { once: true });

@@ -21,6 +21,7 @@ export type { DiskQuotaReport } from "./disk_quota.ts";
 export type { SandboxTerminal, TerminalSize } from "./terminal.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { SessionEndedError, startSession } from "./session.ts";
+export { SandboxUpperInUseError } from "./upper_lock.ts";
 export { environmentWritesSettled } from "./upper_sync.ts";
 export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./session.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";

@@ -32,7 +32,7 @@ export function trackSandbox(
   argv: readonly string[],
   timeoutMs: number | undefined,
 ): SandboxProcess {
-  const { lib, out, limits, cgroup, proxy, quota, tty, upper, workdir } = started;
+  const { lib, out, limits, cgroup, proxy, quota, tty, upper, workdir, upperLock } = started;
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
     new net.Socket({ fd, readable: !writable, writable });
@@ -71,6 +71,7 @@ export function trackSandbox(
     tty?.closeMaster();
     discardWorkdir(workdir);
     syncUpperInBackground(upper);
+    upperLock?.release(); // the init is reaped: its mount namespace, and the overlay, are gone
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     // Removed (leftovers killed first) right after the status; settleSandboxCgroups() awaits it.
     if (cgroup) removeCgroupLater(cgroup);

@@ -159,6 +159,7 @@ export async function startSession(
     lib.coop_close(out[OUT.go]);
     discardWorkdir(init.workdir);
     syncUpperInBackground(init.upper);
+    init.upperLock?.release();
     // Commands still running ended with the sandbox: their process was killed.
     for (const command of pending.values()) command.ended(signalNumber("SIGKILL"));
     await init.cgroup?.destroy();

@@ -26,6 +26,11 @@ export interface SpawnOptions {
   /** Wall-clock limit: the whole sandbox is killed when it passes (`timedOut` in the status). */
   timeoutMs?: number;
   /**
+   * With an environment root: how long to wait while another sandbox (of any process) has the
+   * same upper layer mounted, before failing with `SandboxUpperInUseError` (default 10 s).
+   */
+  upperWaitMs?: number;
+  /**
    * Test hooks of network "proxy": a resolver the test controls, and permission to dial
    * loopback and private addresses (test servers on the host's loopback). Production — the
    * gateway and the CLI — never sets them.

@@ -20,6 +20,7 @@ import { type PolicyProxy, startPolicyProxy } from "./proxy/policy_proxy.ts";
 import { buildSpec } from "./spec.ts";
 import { discardWorkdir, freshWorkdir } from "./overlay_workdir.ts";
 import { prepareRootfs } from "./rootfs.ts";
+import { lockUpper, type UpperLock } from "./upper_lock.ts";
 import { type OpenedTerminal, openTerminal } from "./terminal.ts";
 import type { SpawnOptions } from "./spawn_options.ts";
 
@@ -65,12 +66,15 @@ export interface StartedInit {
   upper: string | null;
   /** This sandbox's own overlay work directory (overlay_workdir.ts), else null. */
   workdir: string | null;
+  /** The upper's lock (upper_lock.ts), held until the init is reaped; else null. */
+  upperLock: UpperLock | null;
 }
 
 /**
  * Builds a sandbox under `policy` (workspace as given) up to the command: its spec sent, its
  * init building the world. `session` makes it a session sandbox (session.ts). Throws
- * SandboxSetupError, with everything it started undone.
+ * SandboxSetupError, with everything it started undone. With an overlay root it first takes the
+ * upper's lock (upper_lock.ts): one mount of an upper at a time, whichever process asks.
  */
 export async function startInit(
   policy: SandboxPolicy,
@@ -78,6 +82,22 @@ export async function startInit(
   options: SpawnOptions,
   session = false,
 ): Promise<StartedInit> {
+  const held: { lock: UpperLock | null } = { lock: null };
+  try {
+    return { ...await buildInit(policy, argv, options, session, held), upperLock: held.lock };
+  } catch (error) {
+    held.lock?.release();
+    throw error;
+  }
+}
+
+async function buildInit(
+  policy: SandboxPolicy,
+  argv: readonly string[],
+  options: SpawnOptions,
+  session: boolean,
+  held: { lock: UpperLock | null },
+): Promise<Omit<StartedInit, "upperLock">> {
   const lib = await loadTrampoline();
   // Over quota: refused before anything starts; under it, each file is bounded by what is left.
   const quota = await DiskQuotaWatch.before(policy);
@@ -85,6 +105,12 @@ export async function startInit(
   const limits = planLimits(limited, options.cgroupHost ?? cgroupHost());
   const ids = outerIds(policy);
   prepareRootfs(policy, ids, ids.idmapped);
+  if (policy.rootfs && "upper" in policy.rootfs) {
+    const locked = await lockUpper(lib, policy.rootfs.upper, { waitMs: options.upperWaitMs });
+    held.lock = locked.lock;
+    // While it waited, the holder may have been `coop sandbox reset`: make what it removed again.
+    if (locked.waited) prepareRootfs(policy, ids, ids.idmapped);
+  }
   // Off the event loop, and before anything is started: a workspace too large to check fails
   // here, closed (ATTACKS R12).
   const protectedPaths = await protectedPathsOffLoop(

@@ -47,6 +47,7 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_list_dir: { parameters: ["buffer", "buffer", "i64"], result: "i64" },
   coop_tree_usage: { parameters: ["buffer", "i64", "buffer"], result: "i64" },
   coop_syncfs: { parameters: ["buffer"], result: "i32" },
+  coop_lock_file: { parameters: ["buffer", "buffer", "i64"], result: "i32" },
   coop_mount_root: { parameters: ["buffer"], result: "i32" },
   coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
   coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
@@ -93,6 +94,7 @@ export interface Trampoline {
   coop_list_dir(path: Buf, buffer: Buf, length: bigint): bigint;
   coop_tree_usage(path: Buf, limit: bigint, out: Buf): bigint;
   coop_syncfs(path: Buf): number;
+  coop_lock_file(path: Buf, holder: Buf, holderLength: bigint): number;
   coop_mount_root(path: Buf): number;
   coop_relay_start(path: Buf, max: number, refusal: Buf, length: bigint, out: Buf): Ptr;
   coop_relay_head(relay: Ptr, id: number, buffer: Buf, length: bigint): bigint;

@@ -13,6 +13,7 @@ import {
   resetUser,
 } from "../../src/environments/environment_lifecycle.ts";
 import { environmentMounts, sessionUpper } from "../../src/environments/environment_mounts.ts";
+import { upperLocker } from "../../src/environments/layer_removal.ts";
 import { loadEnvironment } from "../../src/environments/environment_state.ts";
 import { environmentsStatus } from "../../src/environments/environment_status.ts";
 import { checkEnvironments } from "../../src/environments/check_environments.ts";
@@ -123,7 +124,8 @@ Deno.test("check: a Coopfile's errors name it, its key and who uses it; unbuilt 
   });
 });
 
-Deno.test("reset, clean and status: per user, never beyond what they own", () => {
+Deno.test("reset, clean and status: per user, never beyond what they own", async () => {
+  const lock = await upperLocker();
   withDir((dir) => {
     write(join(dir, "envs/Coopfile"), '[base]\nimage = "host"\n[session]\npersist = ["/root/x"]\n');
     write(join(dir, "other/Coopfile"), '[base]\nimage = "host"\n[session]\nupper = "session"\n');
@@ -162,18 +164,18 @@ Deno.test("reset, clean and status: per user, never beyond what they own", () =>
     strictEqual(status.find((s) => s.coopfile === other)?.users[0].sessions, 2);
 
     // reset bob: his upper only; his persist directory stays without --persist.
-    const reset = resetUser(state, "bob", false);
+    const reset = resetUser(state, "bob", false, lock);
     deepStrictEqual(reset.map((r) => r.path), [join(mainPaths.root, "uppers", "bob")]);
     ok(reset[0].bytes >= 10_000);
     ok(!fs.existsSync(mainPaths.upper("bob").upper));
     ok(fs.existsSync(join(mainPaths.persist("bob", 0), "cache")));
     ok(fs.existsSync(join(mainPaths.upper("carol").upper, "installed")));
-    const withPersist = resetUser(state, "bob", true);
+    const withPersist = resetUser(state, "bob", true, lock);
     deepStrictEqual(withPersist.map((r) => r.path), [join(mainPaths.root, "persist", "bob")]);
 
     // /clear of session s1 discards that session's upper only.
     const otherPaths = environmentPaths(state, other);
-    const cleared = discardSessionUppers(state, "carol", { channel: "http", id: "s1" });
+    const cleared = discardSessionUppers(state, "carol", { channel: "http", id: "s1" }, lock);
     deepStrictEqual(cleared.map((r) => r.path), [
       sessionUpper(otherPaths, "carol", { channel: "http", id: "s1" }).dir,
     ]);
@@ -183,6 +185,7 @@ Deno.test("reset, clean and status: per user, never beyond what they own", () =>
     const cleaned = cleanEnvironments(config, {
       knownUsers: new Set(["alice", "bob", "carol"]),
       sessions: [],
+      lock,
     });
     deepStrictEqual(
       cleaned.map((r) => r.path).sort(),
@@ -200,7 +203,7 @@ Deno.test("reset, clean and status: per user, never beyond what they own", () =>
     const s3 = environmentMounts(otherEnv, "carol", { channel: "http", id: "s3" }, "coop.toml");
     fs.mkdirSync(s3.rootfs.upper);
     deepStrictEqual(
-      cleanEnvironments(config, { knownUsers: new Set(["carol"]), sessions: null }),
+      cleanEnvironments(config, { knownUsers: new Set(["carol"]), sessions: null, lock }),
       [],
     );
     ok(fs.existsSync(s3.rootfs.upper));
@@ -209,6 +212,7 @@ Deno.test("reset, clean and status: per user, never beyond what they own", () =>
       cleanEnvironments(config, {
         knownUsers: new Set(["carol"]),
         sessions: [{ channel: "http", session: "s3" }],
+        lock,
       }),
       [],
     );

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { parseConfig } from "../../src/config/config.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { resetUser } from "../../src/environments/environment_lifecycle.ts";
+import { upperLocker } from "../../src/environments/layer_removal.ts";
 import { type ToolCall, ToolExecutor } from "../../src/tools/tool_executor.ts";
 import { sandboxPolicyForUser } from "../../src/tools/sandbox_placement.ts";
 import { buildTestBase, writeBuiltManifest } from "../environments/environment_fixture.ts";
@@ -115,15 +116,15 @@ Deno.test({
       ok(policy.rootfs && "upper" in policy.rootfs && policy.rootfs.upper.includes("/uppers/bob/"));
 
       // reset: bob's program is gone; his persist directory stays without --persist.
-      const removed = resetUser(config.agent.stateDir, "bob", false);
+      const removed = resetUser(config.agent.stateDir, "bob", false, await upperLocker());
       ok(removed.length === 1 && removed[0].bytes > 0, JSON.stringify(removed));
       const after = await executor.call(bash("bob", `${marker} 2>&1; cat /root/.cache/c`));
       ok(!after.content.includes(`${marker} works`), after.content);
       ok(after.content.includes("cached"), after.content);
     } finally {
       // What the sandbox's root owns: removed without following anything it made.
-      resetUser(join(base, "state"), "bob", true);
-      resetUser(join(base, "state"), "carol", true);
+      resetUser(join(base, "state"), "bob", true, await upperLocker());
+      resetUser(join(base, "state"), "carol", true, await upperLocker());
       await Deno.remove(base, { recursive: true });
     }
   },
@@ -151,7 +152,7 @@ Deno.test({
       const other = await executor.call(bash("bob", "cat /usr/local/note 2>&1; echo", "s2"));
       ok(other.content.includes("No such file"), other.content);
       // The gateway's /clear of s1: its layer is gone, a new command in s1 starts clean.
-      endEnvironmentSession(config, "bob", { channel: "http", id: "s1" });
+      await endEnvironmentSession(config, "bob", { channel: "http", id: "s1" });
       const cleared = await executor.call(bash("bob", "cat /usr/local/note 2>&1; echo", "s1"));
       ok(cleared.content.includes("No such file"), cleared.content);
       ok(
@@ -159,7 +160,7 @@ Deno.test({
           fs.readFileSync("/usr/local/note", "utf8") !== "mine\n",
       );
     } finally {
-      resetUser(join(base, "state"), "bob", true);
+      resetUser(join(base, "state"), "bob", true, await upperLocker());
       await Deno.remove(base, { recursive: true });
     }
   },

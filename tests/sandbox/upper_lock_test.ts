@@ -1,0 +1,164 @@
+// One sandbox at a time on an environment's upper layer, whichever process asks
+// (src/sandbox/upper_lock.ts): overlayfs gives undefined results when one upper is in two mounts
+// at once, and a gateway's own queue cannot see `coop run` or `coop shell` in another process.
+import { dirname } from "node:path";
+import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
+import { removeLayerDir, upperLocker } from "../../src/environments/layer_removal.ts";
+import { exec, SandboxUpperInUseError, startSession } from "../../src/sandbox/mod.ts";
+import { sandboxTest, withWorkspace } from "./harness.ts";
+import { testEnvironment } from "./environment_fixture.ts";
+
+const CHILD = new URL("./upper_lock_child.ts", import.meta.url).pathname;
+
+/** Starts the child script; resolves once it printed its first line. */
+async function child(args: string[]): Promise<{ process: Deno.ChildProcess; first: string }> {
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--no-prompt", CHILD, ...args],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  reader.releaseLock();
+  return { process, first: text.trim() };
+}
+
+async function until(what: string, done: () => boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+sandboxTest(
+  "a sandbox of another process on the same upper: this one waits until that one has ended",
+  async () => {
+    const env = await testEnvironment();
+    try {
+      await withWorkspace(async (workspace) => {
+        const policy = { workspace, rootfs: env.rootfs("bob", "host") };
+        const other = child([
+          "exec",
+          JSON.stringify(policy),
+          "touch /work/started; sleep 1; echo mine > /usr/owner; touch /work/ended",
+        ]);
+        await until("the other process's command to start", () => exists(`${workspace}/started`));
+        // Without the lock this would mount the upper a second time, at once.
+        const r = await exec(policy, [
+          "sh",
+          "-c",
+          "test -e /work/ended && cat /usr/owner || echo overlapped",
+        ]);
+        assertEquals(r.stdout, "mine\n", r.stderr);
+        const { first, process } = await other;
+        assertEquals(JSON.parse(first).exitCode, 0);
+        await process.status;
+      });
+    } finally {
+      await env.dispose();
+    }
+  },
+);
+
+sandboxTest(
+  "a live session holds its upper: another sandbox on it fails after its wait, naming the holder",
+  async () => {
+    const env = await testEnvironment();
+    try {
+      await withWorkspace(async (workspace) => {
+        const policy = { workspace, rootfs: env.rootfs("bob", "host") };
+        const session = await startSession(policy);
+        try {
+          const error = await assertRejects(
+            () => exec(policy, ["sh", "-c", "true"], { upperWaitMs: 300 }),
+            SandboxUpperInUseError,
+          );
+          assertEquals(error.holderPid, Deno.pid);
+          assert(error.message.includes("another sandbox of this process"), error.message);
+          assertEquals(error.code, "sandbox.upper_in_use");
+          // A sandbox on another person's upper is not held up.
+          const carol = await exec({ workspace, rootfs: env.rootfs("carol", "host") }, [
+            "sh",
+            "-c",
+            "true",
+          ]);
+          assertEquals(carol.exitCode, 0);
+        } finally {
+          await session.stop();
+        }
+        const after = await exec(policy, ["sh", "-c", "true"], { upperWaitMs: 300 });
+        assertEquals(after.exitCode, 0, "free again once the session has ended");
+      });
+    } finally {
+      await env.dispose();
+    }
+  },
+);
+
+sandboxTest("a holder that is killed releases the upper with its sandbox", async () => {
+  const env = await testEnvironment();
+  try {
+    await withWorkspace(async (workspace) => {
+      const policy = { workspace, rootfs: env.rootfs("bob", "host") };
+      const holder = await child(["session", JSON.stringify(policy)]);
+      assertEquals(holder.first, "ready");
+      const refused = await assertRejects(
+        () => exec(policy, ["sh", "-c", "true"], { upperWaitMs: 200 }),
+        SandboxUpperInUseError,
+      );
+      assertEquals(refused.holderPid, holder.process.pid, "the message names the other process");
+      holder.process.kill("SIGKILL");
+      await holder.process.status;
+      const r = await exec(policy, ["sh", "-c", "echo ok > /usr/after && cat /usr/after"]);
+      assertEquals(r.stdout, "ok\n", r.stderr);
+    });
+  } finally {
+    await env.dispose();
+  }
+});
+
+sandboxTest(
+  "reset while a sandbox has the upper mounted: refused, nothing removed; afterwards it goes",
+  async () => {
+    const env = await testEnvironment();
+    try {
+      await withWorkspace(async (workspace) => {
+        const bob = env.rootfs("bob", "host");
+        const layers = dirname(bob.upper);
+        const lock = await upperLocker();
+        const session = await startSession({ workspace, rootfs: bob });
+        try {
+          const wrote = await session.exec(["sh", "-c", "echo kept > /usr/kept"]);
+          assertEquals(wrote.exitCode, 0, wrote.stderr);
+          assertThrows(() => removeLayerDir(layers, lock, true), SandboxUpperInUseError);
+          assert(exists(`${bob.upper}/usr/kept`), "nothing was removed under the live sandbox");
+        } finally {
+          await session.stop();
+        }
+        const freed = removeLayerDir(layers, lock, true);
+        assert(freed.entries > 0);
+        assert(!exists(bob.upper), "the upper is gone");
+        assert(exists(`${bob.upper}.lock`), "its lock file stays, for whoever waits on it");
+        const r = await exec({ workspace, rootfs: bob }, ["sh", "-c", "cat /usr/kept 2>&1; true"]);
+        assert(r.stdout.includes("No such file"), "the next sandbox starts from an empty upper");
+      });
+    } finally {
+      await env.dispose();
+    }
+  },
+);
