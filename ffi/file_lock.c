@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 /* Opens (creating 0600, never through a symlink) and locks the file at `path`; on success writes
- * `holder` into it for whoever finds it locked next. Returns the descriptor that holds the lock
+ * `holder` (at most 64 bytes, fixed width so that it overwrites the last one) at its start for
+ * whoever finds it locked next. Returns the descriptor that holds the lock
  * (close it to release), -EWOULDBLOCK when another open file holds it, or another -errno. */
 int32_t coop_lock_file(const char *path, const char *holder, int64_t holder_len) {
   int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
@@ -20,10 +22,17 @@ int32_t coop_lock_file(const char *path, const char *holder, int64_t holder_len)
     close(fd);
     return -error;
   }
-  /* Advisory text only: a failure to write it loses the name in a message, never the lock. */
-  if (ftruncate(fd, 0) == 0 && holder_len > 0) {
-    ssize_t written = pwrite(fd, holder, (size_t)holder_len, 0);
-    (void)written;
+  /* Advisory text only: a failure to write it loses the name in a message, never the lock.
+   * Written in place, and only when it changed: the same process locks the same upper command
+   * after command, and a write (or a truncate, whose freed block a `discard` mount waits for)
+   * per command would be disk work on exec()'s path for nothing. */
+  char current[64];
+  if (holder_len > 0 && holder_len <= (int64_t)sizeof current) {
+    ssize_t got = pread(fd, current, (size_t)holder_len, 0);
+    if (got != holder_len || memcmp(current, holder, (size_t)holder_len) != 0) {
+      ssize_t written = pwrite(fd, holder, (size_t)holder_len, 0);
+      (void)written;
+    }
   }
   return fd;
 }

@@ -19,6 +19,9 @@ export const DEFAULT_UPPER_WAIT_MS = 10_000;
 
 const POLL_MS = [1, 2, 5, 10, 20, 50];
 
+/** What a holder writes into the lock file: its pid, fixed width to overwrite the last one in place. */
+const HOLDER = new TextEncoder().encode(`${String(process.pid).padStart(10)}\n`);
+
 /** A held upper lock; `release()` once the mount is gone (idempotent). */
 export interface UpperLock {
   release(): void;
@@ -54,8 +57,7 @@ export function upperLockPath(upper: string): string {
 
 /** Takes the lock of `upper` if it is free: the lock, or null while another holds it. */
 export function tryLockUpper(lib: Trampoline, upper: string): UpperLock | null {
-  const holder = new TextEncoder().encode(`${process.pid}\n`);
-  const fd = lib.coop_lock_file(cString(upperLockPath(upper)), holder, BigInt(holder.length));
+  const fd = lib.coop_lock_file(cString(upperLockPath(upper)), HOLDER, BigInt(HOLDER.length));
   if (fd === -ERRNO.EWOULDBLOCK) return null;
   if (fd < 0) throw new SandboxSetupError("lock-upper", -fd, `the lock file of ${upper}`);
   let held = true;
