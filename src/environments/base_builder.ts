@@ -23,6 +23,9 @@ import type { UnpackSkipped } from "./layer_unpack.ts";
 import { unpackOciImage } from "./oci_base.ts";
 import { runBuildCommands } from "./build_sandbox.ts";
 import { removeTree, treeSize } from "./sandbox_tree.ts";
+import { EnvironmentError } from "./environment_errors.ts";
+import { upperLocker } from "./layer_removal.ts";
+import { holderOf } from "../sandbox/upper_lock.ts";
 import { readManifest } from "./environment_state.ts";
 import { ENVIRONMENT_DIR_MODE, reachableForSandbox } from "./sandbox_search.ts";
 
@@ -115,14 +118,41 @@ function checkHostRecipe(coopfile: Coopfile, source: string): void {
   }
 }
 
-/** Builds (or, unless `force`, keeps) the base of the environment at `options.coopfilePath`. */
+/**
+ * Builds (or, unless `force`, keeps) the base of the environment at `options.coopfilePath`. One
+ * build of an environment at a time: a second `coop init` or `coop rebuild` of it (in any process)
+ * is refused while the first runs, and `coop sandbox clean` leaves its `base.next` alone.
+ */
 export async function buildBase(options: BuildOptions): Promise<BuildResult> {
-  const { coopfile, progress } = options;
   const paths = environmentPaths(options.stateDir, options.coopfilePath);
-  const hash = coopfileHash(coopfile);
-  const noneSkipped = { devices: 0, fifos: 0, setIdBits: 0 };
   const owner = options.owner ?? baseOwner();
   prepareRoot(options.stateDir, paths, owner);
+  // The upper layers' lock (upper_lock.ts), on the base: `base.lock` beside it.
+  const held = (await upperLocker())(paths.base);
+  if (!held) {
+    const pid = holderOf(paths.base);
+    throw new EnvironmentError(
+      "environment.build_running",
+      `${options.coopfilePath}: another coop init or coop rebuild${
+        pid === null ? "" : ` (process ${pid})`
+      } is building this environment now; wait for it to end`,
+    );
+  }
+  try {
+    return await buildUnlocked(options, paths, owner);
+  } finally {
+    held.release();
+  }
+}
+
+async function buildUnlocked(
+  options: BuildOptions,
+  paths: EnvironmentPaths,
+  owner: { uid: number; gid: number } | undefined,
+): Promise<BuildResult> {
+  const { coopfile, progress } = options;
+  const hash = coopfileHash(coopfile);
+  const noneSkipped = { devices: 0, fifos: 0, setIdBits: 0 };
   recoverReplace(paths);
   const read = readManifest(paths.manifest);
   const current = typeof read === "object" ? read : null;

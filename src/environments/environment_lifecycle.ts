@@ -119,7 +119,8 @@ export interface CleanContext {
 /**
  * Deletes what nothing owns: environments no Coopfile of the config references, upper and
  * persist directories of unknown users, unfinished builds (`base.next`) and session uppers
- * whose session no longer exists. Never run it while `coop init` builds.
+ * whose session no longer exists. A build in progress (`coop init` holds the base's lock) is
+ * left alone.
  */
 export function cleanEnvironments(config: CoopConfig, context: CleanContext): Removed[] {
   const stateDir = config.agent.stateDir;
@@ -146,14 +147,23 @@ export function cleanEnvironments(config: CoopConfig, context: CleanContext): Re
       continue;
     }
     const paths = environmentPaths(stateDir, coopfile);
-    remove(`unfinished build of ${coopfile}`, paths.next, out);
+    // A build in progress holds the base's lock: its `base.next` is not unfinished, it is busy.
+    const building = context.lock(paths.base);
+    if (building) {
+      try {
+        remove(`unfinished build of ${coopfile}`, paths.next, out);
+      } finally {
+        building.release();
+      }
+    }
     for (const user of names(join(root, "uppers"))) {
       if (!context.knownUsers.has(user)) {
         remove(
           `upper of ${user} (no longer a user)`,
           join(root, "uppers", user),
           out,
-          (dir) => removeLayerDir(dir, context.lock, true),
+          // No one configured waits for these any more: the lock files go as well.
+          (dir) => removeLayerDir(dir, context.lock, false),
         );
         continue;
       }

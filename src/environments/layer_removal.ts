@@ -109,5 +109,6 @@ export function removeEnvironmentDir(root: string, lock: UpperLocker): TreeSize 
   const uppers = names(join(root, "uppers")).flatMap((user) =>
     uppersIn(join(root, "uppers", user))
   );
-  return whileLocked(uppers, lock, () => removeTree(root));
+  // The base's lock too: `coop init` holds it while it builds (base_builder.ts).
+  return whileLocked([join(root, "base"), ...uppers], lock, () => removeTree(root));
 }

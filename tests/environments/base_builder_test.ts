@@ -19,6 +19,8 @@ import { coopfileHash } from "../../src/config/coopfile_hash.ts";
 import { BaseBuildError, buildBase } from "../../src/environments/base_builder.ts";
 import { lineProgress, SILENT_PROGRESS } from "../../src/environments/build_progress.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
+import { EnvironmentError } from "../../src/environments/environment_errors.ts";
+import { upperLocker } from "../../src/environments/layer_removal.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
 import { exec } from "../../src/sandbox/mod.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
@@ -97,7 +99,11 @@ Deno.test("init keeps a base built from the same Coopfile hash; rebuild replaces
     const rebuilt = await build(dir, path, true);
     assertEquals(rebuilt.status, "built");
     assert(!existsSync(marker), "the old base was replaced as a whole");
-    assertEquals(readdirSync(paths.root).sort(), ["base"], "no base.next, no base.old left");
+    assertEquals(
+      readdirSync(paths.root).sort(),
+      ["base", "base.lock"],
+      "no base.next, no base.old left",
+    );
     // A changed Coopfile (here its env) is rebuilt by init too.
     writeFileSync(path, `[base]\nimage = "oci:${dir}/image"\n[env]\nA = "1"\n`);
     assertEquals((await build(dir, path)).status, "built");
@@ -241,5 +247,25 @@ sandboxTest("a sandbox over the built base sees its files owned by root", async 
       line.split(/\s+/).slice(2, 4).join(":")
     );
     assertEquals(owners, ["0:0", "0:0", "0:0", "0:0"], r.stdout);
+  });
+});
+
+Deno.test("one build of an environment at a time: a second is refused, naming the first", async () => {
+  await withDir(async (dir) => {
+    const path = coopfileAt(dir, `[base]\nimage = "host"\n`);
+    await build(dir, path);
+    const paths = environmentPaths(join(dir, "state"), path);
+    // Another build in progress holds the base's lock (a flock: any other open of it conflicts).
+    const other = (await upperLocker())(paths.base);
+    assert(other, "the lock was free after the first build");
+    try {
+      const error = await assertRejects(() => build(dir, path, true), EnvironmentError);
+      assertEquals(error.code, "environment.build_running");
+      assertMatch(error.message, new RegExp(`process ${Deno.pid}\\) is building`));
+      assert(existsSync(paths.manifest), "the base is untouched");
+    } finally {
+      other.release();
+    }
+    assertEquals((await build(dir, path, true)).status, "built", "free again once it ended");
   });
 });

@@ -170,6 +170,7 @@ Deno.test("reset, clean and status: per user, never beyond what they own", async
     ok(!fs.existsSync(mainPaths.upper("bob").upper));
     ok(fs.existsSync(join(mainPaths.persist("bob", 0), "cache")));
     ok(fs.existsSync(join(mainPaths.upper("carol").upper, "installed")));
+
     const withPersist = resetUser(state, "bob", true, lock);
     deepStrictEqual(withPersist.map((r) => r.path), [join(mainPaths.root, "persist", "bob")]);
 
@@ -198,13 +199,26 @@ Deno.test("reset, clean and status: per user, never beyond what they own", async
       ].sort(),
     );
     ok(fs.existsSync(join(mainPaths.upper("carol").upper, "installed")));
+    // A build in progress (it holds the base's lock) is not an unfinished build: kept until it ends.
+    fs.mkdirSync(join(mainPaths.next, "rootfs"), { recursive: true });
+    const building = lock(mainPaths.base)!;
+    const known = { knownUsers: new Set(["alice", "bob", "carol"]), sessions: null, lock };
+    try {
+      deepStrictEqual(cleanEnvironments(config, known), []);
+      ok(fs.existsSync(mainPaths.next));
+    } finally {
+      building.release();
+    }
+    deepStrictEqual(cleanEnvironments(config, known).map((r) => r.path), [mainPaths.next]);
     ok(fs.existsSync(mainPaths.manifest));
     // Sessions unknown (the database unreadable): every session upper is kept.
     const s3 = environmentMounts(otherEnv, "carol", { channel: "http", id: "s3" }, "coop.toml");
     fs.mkdirSync(s3.rootfs.upper);
+    // (bob, no longer known here, leaves only the lock file his reset kept: it goes now.)
     deepStrictEqual(
-      cleanEnvironments(config, { knownUsers: new Set(["carol"]), sessions: null, lock }),
-      [],
+      cleanEnvironments(config, { knownUsers: new Set(["carol"]), sessions: null, lock })
+        .map((r) => r.path),
+      [join(mainPaths.root, "uppers", "bob")],
     );
     ok(fs.existsSync(s3.rootfs.upper));
     // A live session keeps its upper.
