@@ -1,5 +1,6 @@
 /**
- * `coop run [--config FILE] [--user NAME] [--timeout DURATION] -- CMD [ARG...]` and
+ * `coop run [--config FILE] [--user NAME] [--timeout DURATION] [-- CMD [ARG...]]` (without a
+ * command: the environment's `[agent] command`) and
  * `coop shell [--config FILE] [--user NAME]`: a program inside exactly the sandbox that
  * person's `bash` tool gets (`userSandbox`). With stdin a terminal it runs on a pty of its own
  * (terminal_session.ts); otherwise on pipes with the command's exit status, for scripts.
@@ -24,7 +25,8 @@ import {
 } from "./sandbox_exec_command.ts";
 import { writeStderr } from "./stderr.ts";
 import { reportOutcome, runOnTerminal } from "./terminal_session.ts";
-import { type UserSandbox, userSandbox, UserSandboxError } from "./user_sandbox.ts";
+import { type UserSandbox, userSandbox } from "./user_sandbox.ts";
+import { CoopError } from "../errors/coop_error.ts";
 import { UsageError } from "./usage_error.ts";
 
 /**
@@ -65,7 +67,9 @@ async function resolve(values: { config?: string; user?: string }): Promise<User
       for (const d of error.diagnostics) writeStderr(`coop: ${formatDiagnostic(file, d)}\n`);
       return null;
     }
-    if (error instanceof UserSandboxError || error instanceof SandboxError) {
+    // UserSandboxError, an environment that cannot be used (not built, its Coopfile invalid), a
+    // sandbox that cannot start: the reason, never a stack trace.
+    if (error instanceof CoopError || error instanceof SandboxError) {
       writeStderr(`coop: ${error.message}\n`);
       return null;
     }
@@ -114,13 +118,18 @@ async function runIn(
 /** `coop run`: returns the command's exit status (124 timeout, 125 not run, 2 usage). */
 export async function runCommand(args: string[]): Promise<number> {
   const { values, positionals } = parse(args, "run");
-  if (positionals.length === 0) {
-    throw new UsageError("run needs a command after -- (e.g. coop run --user bob -- ls /work)");
-  }
   const timeoutMs = values.timeout === undefined ? undefined : parseTimeoutFlag(values.timeout);
   const sandbox = await resolve(values);
   if (!sandbox) return EXIT_SANDBOX_FAILED;
-  return await runIn(sandbox, positionals, timeoutMs);
+  // No command: the agent CLI their environment's Coopfile names (`[agent] command`).
+  const argv = positionals.length > 0 ? positionals : sandbox.agentCommand;
+  if (!argv) {
+    throw new UsageError(
+      "run needs a command after -- (e.g. coop run --user bob -- ls /work), or an [agent] " +
+        `command in ${sandbox.user}'s environment's Coopfile`,
+    );
+  }
+  return await runIn(sandbox, [...argv], timeoutMs);
 }
 
 /** `coop shell`: an interactive shell in the person's sandbox; its exit status is coop's. */

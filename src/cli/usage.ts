@@ -32,7 +32,8 @@ The config file defaults to ./coop.toml (see coop.example.toml).
 sandbox exec runs CMD in the sandbox a non-owner gets (no shell unless you ask for one).
 Exit status: the command's; 128+N when killed by signal N; 124 on timeout; 125 when the
 sandbox itself could not be built (the command did not run).
-run and shell use the sandbox that person's bash tool gets (--user defaults to the terminal's
-user; the owner has none: their commands run on the host). Exit status as for sandbox exec;
+run and shell use the sandbox that person's bash tool gets, their environment included (--user
+defaults to the terminal's user; the owner has none: their commands run on the host); run with
+no command starts the environment's [agent] command. Exit status as for sandbox exec;
 125 also when the person or their sandbox cannot be used.
 `;

@@ -2,7 +2,8 @@
  * The sandbox a configured person's `bash` tool gets, for `coop run` and `coop shell`: who the
  * person is (`--user`, else the terminal's user as `coop chat` routes it), whether their
  * commands run in a sandbox at all, and the policy — built by the executor's own functions
- * (`ToolExecutor.settingsFor`, `scopeFor`, `sandboxPolicyFor`), as `coop explain` shows it.
+ * (`ToolExecutor.settingsFor`, `scopeFor`, `sandboxPolicyForUser` with their environment), as
+ * `coop explain` shows it.
  * @module
  */
 import type { CoopConfig, UserConfig } from "../config/config.ts";
@@ -13,7 +14,8 @@ import type { SandboxPolicyInput } from "../sandbox/mod.ts";
 import { isInside } from "../sandbox/path_containment.ts";
 import { decide, type Situation } from "../trust/authorization.ts";
 import { scopeFor } from "../tools/path_scope.ts";
-import { sandboxPolicyFor, selfTestGate } from "../tools/sandbox_placement.ts";
+import { sandboxPolicyForUser, selfTestGate } from "../tools/sandbox_placement.ts";
+import { loadEnvironment } from "../environments/environment_state.ts";
 import { ToolExecutor } from "../tools/tool_executor.ts";
 import { TERMINAL_SENDER } from "./chat_command.ts";
 
@@ -35,6 +37,8 @@ export interface UserSandbox {
   policy: SandboxPolicyInput;
   /** Their `bash` timeout (`[sandbox] timeout` or their override), in milliseconds. */
   timeoutMs: number;
+  /** Their environment's `[agent] command`: what `coop run` starts when given no command. */
+  agentCommand?: readonly string[];
 }
 
 /** The configured person `name`, or the terminal's user when `name` is undefined. */
@@ -110,10 +114,18 @@ export async function userSandbox(config: CoopConfig, name?: string): Promise<Us
   }
   const refusal = await selfTestGate();
   if (refusal) throw new UserSandboxError("run.sandbox_unavailable", refusal);
+  // With their environment (overlay root, persist directories, [env]) exactly as their bash
+  // tool's commands get it: the owner fixing Bob's environment fixes the one his agent uses.
+  const policy = sandboxPolicyForUser(config, { user: principal.name, settings, workspace });
+  const coopfile = settings.environment;
+  const agentCommand = coopfile === undefined
+    ? undefined
+    : loadEnvironment(config.agent.stateDir, coopfile).coopfile.agent.command;
   return {
     user: principal.name,
     workspace,
-    policy: sandboxPolicyFor(config, settings, workspace),
+    policy,
     timeoutMs: settings.timeoutMs,
+    ...(agentCommand && agentCommand.length > 0 ? { agentCommand } : {}),
   };
 }

@@ -7,7 +7,9 @@
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { existsSync } from "node:fs";
 import { sandboxTest, until } from "../sandbox/harness.ts";
+import { buildTestBase } from "../environments/environment_fixture.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const HAS_SCRIPT = (() => {
@@ -316,3 +318,61 @@ Deno.test("coop shell refuses the owner, and an unknown user, with 125 and the r
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+sandboxTest(
+  "coop run enters the person's environment; without a command it starts its [agent] command",
+  async () => {
+    const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-run-env-" }));
+    // The sandbox's root (a dedicated uid when root runs the tests) must reach what it mounts.
+    await Deno.chmod(dir, 0o755);
+    try {
+      await Deno.writeTextFile(
+        join(dir, "coop.toml"),
+        CONFIG.replace(
+          'state_dir = "state"\n',
+          'state_dir = "state"\n[sandbox]\nenvironment = "Coopfile"\n',
+        ),
+      );
+      const coopfile = join(dir, "Coopfile");
+      await Deno.writeTextFile(
+        coopfile,
+        '[base]\nimage = "debian:bookworm"\n[agent]\ncommand = ["sh", "-c", "echo agent-started"]\n',
+      );
+      const unbuilt = await coopPiped(dir, ["run", "--user", "bob", "--", "true"], "");
+      assertEquals(unbuilt.code, 125, "an unbuilt base: nothing runs");
+      assertMatch(unbuilt.stderr, /coop init/);
+      assert(!unbuilt.stderr.includes("    at "), `no stack trace: ${unbuilt.stderr}`);
+
+      buildTestBase(join(dir, "state"), coopfile);
+      const write = await coopPiped(
+        dir,
+        [
+          "run",
+          "--user",
+          "bob",
+          "--",
+          "sh",
+          "-c",
+          "mkdir -p /usr/local && echo mine > /usr/local/note",
+        ],
+        "",
+      );
+      assertEquals(write.code, 0, write.stderr);
+      const read = await coopPiped(
+        dir,
+        ["run", "--user", "bob", "--", "cat", "/usr/local/note"],
+        "",
+      );
+      assertEquals(read.stdout, "mine\n", "bob's environment kept what he installed");
+      assert(
+        !existsSync("/usr/local/note") || Deno.readTextFileSync("/usr/local/note") !== "mine\n",
+        "the host's /usr is untouched",
+      );
+      const agent = await coopPiped(dir, ["run", "--user", "bob"], "");
+      assertEquals(agent.code, 0, agent.stderr);
+      assertEquals(agent.stdout, "agent-started\n");
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+);
