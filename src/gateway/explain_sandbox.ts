@@ -1,7 +1,8 @@
 /**
  * The sandbox part of `coop explain`: where a principal's commands and file tools would run,
  * and — for a sandboxed principal — the policy the sandbox would get, built by the same code a
- * tool call uses (`ToolExecutor.settingsFor`, `sandboxPolicyFor`), with the enforcement path
+ * tool call uses (`ToolExecutor.settingsFor`, `sandboxPolicyForUser`: their environment included),
+ * with the enforcement path
  * the sandbox library would choose for its limits on this host (`planLimits`).
  * @module
  */
@@ -19,7 +20,7 @@ import { hostLayout } from "../sandbox/host_layout.ts";
 import { etcFiles } from "../sandbox/spec.ts";
 import { decide, type Principal, type Situation } from "../trust/authorization.ts";
 import { scopeFor } from "../tools/path_scope.ts";
-import { sandboxPolicyFor } from "../tools/sandbox_placement.ts";
+import { sandboxPolicyForUser } from "../tools/sandbox_placement.ts";
 import { ToolExecutor } from "../tools/tool_executor.ts";
 
 /** One mount of the sandbox's root, as `coop explain` lists it. */
@@ -76,12 +77,28 @@ function mountsOf(policy: SandboxPolicyInput): ExplainedMount[] {
       mode: "ro",
     })),
   ];
-  for (const entry of hostLayout()) {
-    mounts.push(
-      entry.kind === "bind"
-        ? { inside: entry.inside, source: entry.host, mode: "ro" }
-        : { inside: entry.inside, source: `→ ${entry.target}`, mode: "symlink" },
-    );
+  const rootfs = resolved.rootfs;
+  if (rootfs && "upper" in rootfs) {
+    // An environment: the overlay's top-level directories are bound onto the read-only root.
+    const lower = rootfs.lower === "host"
+      ? "the host's /usr (read-only)"
+      : `${rootfs.lower} (read-only)`;
+    mounts.push({
+      inside: "/usr, /etc, /var …",
+      source: `overlay: ${rootfs.upper} (their own layer, kept) over ${lower}`,
+      mode: "rw",
+    });
+    for (const bind of resolved.persist) {
+      mounts.push({ inside: bind.target, source: bind.source, mode: "rw" });
+    }
+  } else {
+    for (const entry of hostLayout()) {
+      mounts.push(
+        entry.kind === "bind"
+          ? { inside: entry.inside, source: entry.host, mode: "ro" }
+          : { inside: entry.inside, source: `→ ${entry.target}`, mode: "symlink" },
+      );
+    }
   }
   for (const path of resolved.readOnlyPaths) {
     mounts.push({ inside: path, source: path, mode: "ro" });
@@ -124,7 +141,18 @@ export function explainSandbox(
   };
   // Only commands run in the sandbox; file tools run in the gateway, confined to the workspace.
   if (commandsRun !== "sandbox") return out;
-  const policy = sandboxPolicyFor(config, settings, scope.hostRoot);
+  let policy: SandboxPolicyInput;
+  try {
+    policy = sandboxPolicyForUser(config, {
+      user: principal.name,
+      settings,
+      workspace: scope.hostRoot,
+    });
+  } catch (error) {
+    // Their environment cannot be used (base not built, Coopfile invalid): every command fails.
+    out.policyError = errorMessage(error);
+    return out;
+  }
   out.policy = policy;
   out.network = {
     mode: settings.network,

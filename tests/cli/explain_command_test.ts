@@ -2,6 +2,7 @@
 import { join } from "node:path";
 import { assertEquals, assertMatch } from "../assert.ts";
 import { runExplain } from "../../src/cli/explain_command.ts";
+import { writeBuiltManifest } from "../environments/environment_fixture.ts";
 
 const CONFIG = `
 [agent]
@@ -91,4 +92,43 @@ Deno.test("explain: an unknown sender in an unlisted group gets the default ceil
   assertEquals(report.trust.ceiling, "familiar");
   assertMatch(report.trust.ceilingFrom, /no \[\[groups\]\] entry matches signal:group:x/);
   assertEquals(report.tools, []);
+});
+
+Deno.test("explain: a person with an environment sees its overlay root, or why it cannot run", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-explain-env-" });
+  try {
+    const config = join(dir, "coop.toml");
+    await Deno.writeTextFile(
+      config,
+      CONFIG.replace(
+        'state_dir = "state"\n',
+        'state_dir = "state"\n[sandbox]\nenvironment = "Coopfile"\n',
+      ),
+    );
+    await Deno.writeTextFile(
+      join(dir, "Coopfile"),
+      '[base]\nimage = "debian:bookworm"\n[session]\npersist = ["/root/.cache"]\n',
+    );
+    const explain = async () => {
+      let out = "";
+      const code = await runExplain(["--user", "dave", "--config", config], {
+        probe: () => Promise.resolve({ available: false, detail: "fake probe" }),
+        write: (text) => out += text,
+      });
+      return { code, out };
+    };
+    const unbuilt = await explain();
+    assertEquals(unbuilt.code, 0);
+    assertMatch(unbuilt.out, /policy +INVALID: .*coop init/);
+    writeBuiltManifest(join(dir, "state"), join(dir, "Coopfile"));
+    const built = await explain();
+    assertMatch(
+      built.out,
+      /overlay: \S+\/uppers\/dave\/upper \(their own layer, kept\) over \S+rootfs/,
+    );
+    assertMatch(built.out, /\/root\/\.cache +rw +\S+\/persist\/dave\/0/);
+    assertEquals(/\/usr +ro +\/usr/.test(built.out), false, "not the plain host /usr root");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
