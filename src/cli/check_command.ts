@@ -9,8 +9,7 @@ import {
   autoexecWarning,
 } from "../workspace/autoexec_files.ts";
 import { type CoopConfig, loadConfig } from "../config/config.ts";
-import { checkConfig } from "../config/config_check.ts";
-import { checkEnvironments } from "../environments/check_environments.ts";
+import { diagnoseConfig } from "./config_diagnostics.ts";
 import {
   type ConfigDiagnostic,
   ConfigError,
@@ -151,7 +150,7 @@ export async function runCheck(
     report.errors.push(...error.diagnostics);
   }
   if (config) {
-    for (const d of [...checkConfig(config, deps.env), ...checkEnvironments(config)]) {
+    for (const d of diagnoseConfig(config, deps.env)) {
       (d.severity === "error" ? report.errors : report.warnings).push(d);
     }
     report.autoexec = await autoexecInSandboxWorkspaces(config);

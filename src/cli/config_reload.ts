@@ -10,7 +10,7 @@ import { basename, dirname, resolve } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { errorMessage } from "../errors/coop_error.ts";
 import { type CoopConfig, loadConfig } from "../config/config.ts";
-import { checkConfig } from "../config/config_check.ts";
+import { diagnoseConfig } from "./config_diagnostics.ts";
 import { type ConfigDiagnostic, ConfigError } from "../config/config_diagnostic.ts";
 import { type ConfigChanges, configChanges, hasChanges } from "../config/config_changes.ts";
 
@@ -106,7 +106,7 @@ export class ConfigReloader {
       this.#rejected(reason, error.diagnostics);
       return "rejected";
     }
-    const diagnostics = checkConfig(config);
+    const diagnostics = diagnoseConfig(config);
     if (config.agent.stateDir !== this.#current.agent.stateDir) {
       diagnostics.push({
         severity: "error",

@@ -3,14 +3,13 @@
  * here, with file and key), measure the sandbox for the banner, open the state database.
  * @module
  */
-import { checkEnvironments } from "../environments/check_environments.ts";
 import type { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import { sandboxBanner } from "./banner.ts";
 import { type CoopConfig, loadConfig } from "../config/config.ts";
 import { autoexecInSandboxWorkspaces, autoexecWarning } from "../workspace/autoexec_files.ts";
-import { checkConfig } from "../config/config_check.ts";
+import { diagnoseConfig } from "./config_diagnostics.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import { Gateway, type GatewayDependencies } from "../gateway/gateway.ts";
 import { lockStateDir, type StateLock, StateLockedError } from "../state/state_lock.ts";
@@ -77,7 +76,7 @@ export async function startGateway(
     );
     return 1;
   }
-  const diagnostics = [...checkConfig(config), ...checkEnvironments(config)];
+  const diagnostics = diagnoseConfig(config);
   for (const d of diagnostics) write(`${d.severity}: ${formatDiagnostic(file, d)}\n`);
   if (diagnostics.some((d) => d.severity === "error")) {
     write(`coop: ${file} has errors; nothing was started\n`);

@@ -40,6 +40,7 @@ export interface LeakStatus {
 /** Decides which texts are scanned, scans them, logs and counts what it replaced. */
 export class LeakGuard {
   readonly #detector: LeakDetector;
+  readonly #secrets: readonly HeldSecret[];
   readonly #ownerScan: CoopConfig["agent"]["ownerLeakScan"];
   readonly #status: LeakStatus;
 
@@ -53,13 +54,20 @@ export class LeakGuard {
     status: LeakStatus = { detected: 0, byKind: {}, byPath: {} },
   ) {
     this.#detector = new LeakDetector(secrets);
+    this.#secrets = secrets;
     this.#ownerScan = config.agent.ownerLeakScan;
     this.#status = status;
   }
 
-  /** A guard for a reloaded config (its secrets may have changed) that goes on counting. */
+  /**
+   * A guard for a reloaded config that goes on counting. It scans for the new config's `secrets`
+   * and still for every one held before: the HTTP channel keeps serving the tokens it started
+   * with until a restart, and a re-keyed secret may already be in a conversation.
+   */
   reconfigured(config: Pick<CoopConfig, "agent">, secrets: readonly HeldSecret[]): LeakGuard {
-    return new LeakGuard(config, secrets, this.#status);
+    const values = new Set(secrets.map((s) => s.value));
+    const kept = this.#secrets.filter((s) => !values.has(s.value));
+    return new LeakGuard(config, [...secrets, ...kept], this.#status);
   }
 
   /** Whether a text on this path of this turn is scanned. */

@@ -60,7 +60,8 @@ Deno.test("reload: SIGHUP applies a valid edit and names what changed", async ()
 });
 
 Deno.test("reload: an invalid file, or a moved state directory, keeps the running config", async () => {
-  await withConfigFile(base("full"), async (file) => {
+  await withConfigFile(base("full"), async (file, dir) => {
+    await Deno.writeTextFile(join(dir, "Coopfile"), '[base]\nimage = "host"\nunknown_key = 1\n');
     const running = await loadConfig(file);
     let applied = 0;
     const reloader = new ConfigReloader(file, running, () => (applied++, Promise.resolve([])));
@@ -69,6 +70,8 @@ Deno.test("reload: an invalid file, or a moved state directory, keeps the runnin
         base("superuser"),
         base("full").replace('state_dir = "state"', 'state_dir = "elsewhere"'),
         "[agent\n",
+        // A Coopfile that `coop check` and `coop start` refuse: refused by a reload too.
+        base("full", '[sandbox]\nenvironment = "Coopfile"\n'),
       ]
     ) {
       await Deno.writeTextFile(file, text);

@@ -106,3 +106,20 @@ Deno.test("config: [agent] owner_leak_scan defaults to channel_replies and takes
   }
   assert(message.includes("agent.owner_leak_scan"), message);
 });
+
+Deno.test("leak guard: after a reload, the secrets held before are still scanned for", () => {
+  const OLD_TOKEN = "old-http-token-0123456789";
+  const NEW_TOKEN = "new-http-token-9876543210";
+  const config = { agent: { ownerLeakScan: "channel_replies" } as never };
+  const before = new LeakGuard(config, [
+    { value: OLD_TOKEN, kind: "channel_token", label: "channel token" },
+  ]);
+  // The reload re-keyed the channel: the running HTTP server still accepts the old token.
+  const after = before.reconfigured(config, [
+    { value: NEW_TOKEN, kind: "channel_token", label: "channel token" },
+  ]);
+  assertEquals(
+    after.redact(`a ${OLD_TOKEN} b ${NEW_TOKEN}`, scope({})),
+    "a [redacted: channel token] b [redacted: channel token]",
+  );
+});
