@@ -106,7 +106,7 @@ export async function startCommand(
   await messengers.apply(config);
   const reloader = new ConfigReloader(file, config, async (next, changes) => {
     // Turns already running keep the config they started with; the next one sees this.
-    gateway.reconfigure(next);
+    gateway.reconfigure(next, changes);
     for (const section of ["http", "terminal"]) {
       if (changes.channels.includes(section)) {
         say(`reload: channels.${section} applies after a restart`);

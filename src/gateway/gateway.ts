@@ -6,6 +6,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
+import type { ConfigChanges } from "../config/config_changes.ts";
 import type { ProviderOptions } from "../agent/provider_registry.ts";
 import type { IncomingMessage, TurnOutcome } from "./turn_handler.ts";
 import { endEnvironmentSession } from "./environment_sessions.ts";
@@ -130,8 +131,25 @@ export class Gateway {
    * Applies a reloaded config (already checked) to every turn that starts from now on; turns in
    * flight keep the config and executor they started with. The state directory is not moved.
    */
-  reconfigure(config: CoopConfig): void {
+  reconfigure(config: CoopConfig, changes?: ConfigChanges): void {
     this.#config = config;
+    // A live session sandbox keeps the policy it started with, and its background processes run
+    // on between calls: end those whose person's access or sandbox settings changed (all of them
+    // when [sandbox] or the groups changed; without `changes`, all). The next command starts one
+    // under the new policy.
+    const whose = !changes || changes.sandbox || changes.groups.length > 0
+      ? null
+      : new Set(changes.users.map((name) => name.replace(/^[+-]/, "")));
+    if (whose === null || whose.size > 0) {
+      void this.sessionSandboxes.stopUsers(whose).then((stopped) => {
+        if (stopped > 0) {
+          log.info("sandbox.session.reload: {stopped} live sandbox(es) ended for the new config", {
+            event: "sandbox.session.reload",
+            stopped,
+          });
+        }
+      });
+    }
     this.#executor = this.#newExecutor(config);
     // Group budgets come from the new config; the counters stay (they are in the database).
     this.#budgets = new BudgetGate(config, this.#usage);

@@ -172,10 +172,19 @@ export class SessionSandboxes {
 
   /** Stops every live sandbox (gateway shutdown or drain). */
   async stopAll(): Promise<void> {
+    await this.stopUsers(null);
+  }
+
+  /**
+   * Stops the live sandboxes of `users` (null: everyone's) — a reload changed what they may do,
+   * and a live sandbox keeps the policy it started with; resolves to how many were stopped.
+   */
+  async stopUsers(users: ReadonlySet<string> | null): Promise<number> {
     const keys = [...this.#entries.keys()].map((k) => {
       const [channel, user, session] = JSON.parse(k) as string[];
       return { channel, user, session };
-    });
+    }).filter((key) => users === null || users.has(key.user));
     await Promise.all(keys.map((key) => this.stop(key)));
+    return keys.length;
   }
 }

@@ -14,6 +14,7 @@ import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { listLiveSandboxes } from "../../src/tools/live_sandbox_files.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
+import { configChanges } from "../../src/config/config_changes.ts";
 
 const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -122,6 +123,57 @@ sandboxTest(
           assert(await waitFor(() => ended(s1pid), 3000), "the cleared session's init is gone");
           assert(await waitFor(() => listLiveSandboxes(stateDir).length === 0, 3000));
           assertEquals(gateway.sessionSandboxes.size, 0);
+        } finally {
+          await gateway.drain();
+          gateway.close();
+        }
+      });
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+sandboxTest(
+  "a reload that changes a person's settings ends their live sandbox (it kept the old policy)",
+  async () => {
+    const script = [
+      format.toolCall("c1", "bash", [JSON.stringify({ command: "sleep 1000 & echo started" })]),
+      format.text(["started"]),
+      format.toolCall("c2", "bash", [JSON.stringify({ command: "sleep 1000 & echo carol" })]),
+      format.text(["carol started"]),
+    ];
+    const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-session-reload-" }));
+    await Deno.chmod(dir, 0o755);
+    try {
+      await withScriptedServer(script, async (server) => {
+        const session = `[users.sandbox]\nlifetime = "session"\nidle_timeout = "10m"\n`;
+        const text = (bobNetwork: string) =>
+          coopToml({ kind: "anthropic", baseUrl: server.url, bob: session + bobNetwork })
+            .replace(
+              'name = "carol"\ntrust = "familiar"\nmatch = ["http:carol"]',
+              `name = "carol"\ntrust = "inner"\nmatch = ["http:carol"]\n${session}`,
+            ).replaceAll("{{dir}}", dir);
+        const file = join(dir, "coop.toml");
+        const config = parseConfig(text(""), file, dir);
+        const gateway = Gateway.open(config, { executor: { env: { PATH: "/usr/bin:/bin" } } });
+        try {
+          await gateway.handle({ channel: "http", sender: "bob", session: "s1", text: "go" });
+          await gateway.handle({ channel: "http", sender: "carol", session: "s1", text: "go" });
+          const live = listLiveSandboxes(config.agent.stateDir);
+          assertEquals(live.map((s) => s.user).sort(), ["bob", "carol"]);
+          const bobPid = live.find((s) => s.user === "bob")!.pid;
+          const next = parseConfig(text('network = "public"\n'), file, dir);
+          gateway.reconfigure(next, configChanges(config, next));
+          assert(
+            await waitFor(() => ended(bobPid), 5000),
+            "bob's sandbox, started under the old policy, ended",
+          );
+          assertEquals(
+            listLiveSandboxes(config.agent.stateDir).map((s) => s.user),
+            ["carol"],
+            "carol's settings did not change: her sandbox runs on",
+          );
         } finally {
           await gateway.drain();
           gateway.close();
