@@ -16,6 +16,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { hashSources } from "../src/sandbox/source_hash.ts";
+import { LIBRARY_SOURCES } from "./ffi_sources.ts";
 
 const LAYERS = [
   "seccomp",
@@ -97,17 +98,7 @@ run("gcc", [
   `-I${build}`,
   "-o",
   `${library}.tmp`,
-  `${ffi}/spawn.c`,
-  `${ffi}/cgroup.c`,
-  `${ffi}/drain.c`,
-  `${ffi}/beneath.c`,
-  `${ffi}/dir_list.c`,
-  `${ffi}/relay.c`,
-  `${ffi}/session.c`,
-  `${ffi}/pty.c`,
-  `${ffi}/syncfs.c`,
-  `${ffi}/file_lock.c`,
-  `${ffi}/init_blob.S`,
+  ...LIBRARY_SOURCES.map((source) => `${ffi}/${source}`),
   "-pthread",
 ]);
 await rename(`${library}.tmp`, library);

@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { assert, assertMatch } from "../assert.ts";
+import { LIBRARY_SOURCES } from "../../scripts/ffi_sources.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -15,15 +16,7 @@ Deno.test("the loader refuses a library built from other sources and says how to
         `-I${root}build`,
         "-o",
         `${dir}/lib.so`,
-        `${root}ffi/spawn.c`,
-        `${root}ffi/drain.c`,
-        `${root}ffi/beneath.c`,
-        `${root}ffi/dir_list.c`,
-        `${root}ffi/pty.c`,
-        `${root}ffi/relay.c`,
-        `${root}ffi/session.c`,
-        `${root}ffi/syncfs.c`,
-        `${root}ffi/init_blob.S`,
+        ...LIBRARY_SOURCES.map((source) => `${root}ffi/${source}`),
         "-pthread",
       ],
     }).output();

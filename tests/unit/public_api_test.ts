@@ -18,6 +18,7 @@ Deno.test("mod.ts exports exactly the curated runtime values", () => {
     "SandboxQuotaError",
     "SandboxSetupError",
     "SandboxUnavailableError",
+    "SandboxUpperInUseError",
     "SandboxWorkspaceError",
     "SessionEndedError",
     "exec",
@@ -40,6 +41,7 @@ Deno.test("every error the library exports is a SandboxError with a stable code"
     new api.SandboxWorkspaceError("x"),
     new api.SandboxQuotaError("x"),
     new api.SessionEndedError("x"),
+    new api.SandboxUpperInUseError("/env/uppers/bob/upper", null, 0),
   ];
   for (const error of errors) {
     assertEquals(error instanceof api.SandboxError, true);

@@ -106,8 +106,11 @@ function forkBomb(): Attack {
   sleep 3 & timer=$!
   ( b() { b | b & }; b ) 2>/tmp/bomb.err &
   refused=
-  while [ -z "$refused" ] && kill -0 $timer 2>/dev/null; do
+  # The shell writes its error in pieces ("sh: 10: " then "Cannot fork"): a read between them
+  # sees half a line, so wait for the whole refusal, not for any text.
+  while kill -0 $timer 2>/dev/null; do
     read -r refused </tmp/bomb.err
+    case $refused in *fork*) break ;; esac
   done
   echo "bomb: $refused" >&2
   peak=0 samples=0
