@@ -6,11 +6,17 @@
  * (scripts/bench.ts); informational, never fails.
  * @module
  */
-import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
+import { parseArgs } from "node:util";
+import { environmentWritesSettled, exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
 import { testEnvironment } from "../tests/sandbox/environment_fixture.ts";
 
-const ROUNDS = 5;
-const RUNS_PER_ROUND = 40;
+/** `--rounds N --runs N` change them (interleaved A/B runs of two checkouts use shorter ones). */
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: { rounds: { type: "string" }, runs: { type: "string" } },
+});
+const ROUNDS = Math.max(1, Number(flags.rounds ?? 5) || 5);
+const RUNS_PER_ROUND = Math.max(1, Number(flags.runs ?? 40) || 40);
 const GOAL_RATIO = 1.3;
 
 function p50(values: number[]): number {
@@ -52,6 +58,9 @@ async function main(): Promise<void> {
         `${plain.toFixed(2)} ms; ${parts.join("; ")}`,
     );
   } finally {
+    // What the sandboxes left to do after their results (removals, syncs) ends here, not
+    // during the next run's measurements (session 13's runs worsened one after another).
+    await environmentWritesSettled();
     await env.dispose();
     await Deno.remove(workspace, { recursive: true });
   }
