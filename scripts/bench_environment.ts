@@ -45,6 +45,9 @@ async function main(): Promise<void> {
           samples.get(name)!.push(performance.now() - t);
           if (r.exitCode !== 0) throw new Error(`${name}: exit ${r.exitCode}: ${r.stderr}`);
         }
+        // Removals wait for an idle moment (src/sandbox/overlay_workdir.ts): without this they
+        // would run in the next variant's round and slow the plain sandbox, not the overlay.
+        await environmentWritesSettled();
       }
     }
     const plain = p50(samples.get("plain")!);
