@@ -6,11 +6,17 @@
  * (scripts/bench.ts); informational, never fails.
  * @module
  */
-import { exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
+import { parseArgs } from "node:util";
+import { environmentWritesSettled, exec, type SandboxPolicyInput } from "../src/sandbox/mod.ts";
 import { testEnvironment } from "../tests/sandbox/environment_fixture.ts";
 
-const ROUNDS = 5;
-const RUNS_PER_ROUND = 40;
+/** `--rounds N --runs N` change them (interleaved A/B runs of two checkouts use shorter ones). */
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: { rounds: { type: "string" }, runs: { type: "string" } },
+});
+const ROUNDS = Math.max(1, Number(flags.rounds ?? 5) || 5);
+const RUNS_PER_ROUND = Math.max(1, Number(flags.runs ?? 40) || 40);
 const GOAL_RATIO = 1.3;
 
 function p50(values: number[]): number {
@@ -39,6 +45,9 @@ async function main(): Promise<void> {
           samples.get(name)!.push(performance.now() - t);
           if (r.exitCode !== 0) throw new Error(`${name}: exit ${r.exitCode}: ${r.stderr}`);
         }
+        // Removals wait for an idle moment (src/sandbox/overlay_workdir.ts): without this they
+        // would run in the next variant's round and slow the plain sandbox, not the overlay.
+        await environmentWritesSettled();
       }
     }
     const plain = p50(samples.get("plain")!);
@@ -52,6 +61,9 @@ async function main(): Promise<void> {
         `${plain.toFixed(2)} ms; ${parts.join("; ")}`,
     );
   } finally {
+    // What the sandboxes left to do after their results (removals, syncs) ends here, not
+    // during the next run's measurements (session 13's runs worsened one after another).
+    await environmentWritesSettled();
     await env.dispose();
     await Deno.remove(workspace, { recursive: true });
   }

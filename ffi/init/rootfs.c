@@ -146,11 +146,37 @@ static void take_entry(int step, long root, const char *name) {
   add_writable(step, inside);
 }
 
-/* Binds each top-level directory of `tree` (detached) onto the tmpfs root. */
-static void bind_top_level(int step, long tree) {
-  attach(step, tree, STAGING);
-  long root = coop_check(step, SYS4(__NR_openat, AT_FDCWD, STAGING,
-                                    O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+/* Attaches the detached `tree` where its entries can be read and returns its root opened
+ * for reading: at `host_stage` when given — a directory below /oldroot (the sandbox's own fresh
+ * overlay work directory, made by the gateway without a symlink on its path, and opened here
+ * refusing every symlink) — else at STAGING on the tmpfs root.
+ *
+ * Staged below /oldroot, the tree leaves with the one detach of /oldroot every sandbox does
+ * anyway. At STAGING it needs a detach of its own, and each detach that frees a mount waits
+ * for an expedited RCU grace period (synchronize_rcu_expedited in namespace_unlock): about
+ * 0.1 ms on an idle machine, 1 – 2 ms on a loaded one (docs/performance.md, session 14). */
+static long stage_tree(int step, long tree, const char *host_stage) {
+  if (!host_stage) {
+    attach(step, tree, STAGING);
+    return coop_check(step, SYS4(__NR_openat, AT_FDCWD, STAGING,
+                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+  }
+  struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                         .resolve = RESOLVE_NO_SYMLINKS};
+  long at = coop_check(step, SYS4(__NR_openat2, AT_FDCWD, host_stage, &how, sizeof how));
+  coop_check(step, SYS5(__NR_move_mount, tree, "", at, "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+  SYS1(__NR_close, at);
+  /* The tree's own fd names its root, mounted now (`at` is the directory underneath it). */
+  long root = SYS4(__NR_openat, tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  SYS1(__NR_close, tree);
+  return coop_check(step, root);
+}
+
+/* Binds each top-level directory of `tree` (detached) onto the tmpfs root; `host_stage` as
+ * for stage_tree. */
+static void bind_top_level(int step, long tree, const char *host_stage) {
+  long root = stage_tree(step, tree, host_stage);
   static char buf[8192];
   for (;;) {
     long n = coop_check(step, SYS3(__NR_getdents64, root, buf, sizeof buf));
@@ -162,6 +188,7 @@ static void bind_top_level(int step, long tree) {
     }
   }
   SYS1(__NR_close, root);
+  if (host_stage) return;
   coop_check(step, SYS2(__NR_umount2, STAGING, 2 /* MNT_DETACH */));
   coop_check(step, SYS3(__NR_unlinkat, AT_FDCWD, STAGING, AT_REMOVEDIR));
 }
@@ -174,13 +201,15 @@ void coop_mount_root_layers(const struct coop_spec *spec) {
     long tree = overlay_tree(step, spec->overlays[i].lower, spec->overlays[i].upper,
                              spec->overlays[i].work);
     if (coop_streq(spec->overlays[i].target, "/")) {
-      bind_top_level(step, tree);
+      char stage[COOP_PATH_MAX];
+      coop_check(step, coop_join(stage, "/oldroot", spec->overlays[i].work));
+      bind_top_level(step, tree, stage);
     } else {
       attach(step, tree, spec->overlays[i].target);
       add_writable(step, spec->overlays[i].target);
     }
   }
-  if (spec->dir_root) bind_top_level(step, host_tree(step, spec->dir_root));
+  if (spec->dir_root) bind_top_level(step, host_tree(step, spec->dir_root), 0);
   for (int i = 0; i < spec->persist_count; i++)
     persist_trees[i] = (int)host_tree(COOP_STEP_PERSIST, spec->persists[i].a);
 }

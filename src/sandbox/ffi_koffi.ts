@@ -12,10 +12,16 @@ import type {
   NativeType,
 } from "./trampoline_symbols.ts";
 
+/** A C function as koffi returns it; `async(...args, callback)` runs it on libuv's pool. */
+interface KoffiFunction {
+  (...args: unknown[]): unknown;
+  async(...args: unknown[]): void;
+}
+
 /** The part of koffi's API this adapter uses. */
 interface Koffi {
   load(path: string): {
-    func(name: string, result: string, parameters: string[]): (...args: unknown[]) => unknown;
+    func(name: string, result: string, parameters: string[]): KoffiFunction;
     unload(): void;
   };
   decode(pointer: unknown, type: string, length: number): string;
@@ -57,7 +63,16 @@ export function openWithKoffi<Symbols>(
       signature.parameters.map((p) => C_TYPE[p]),
     );
     const wide = signature.result === "i64" || signature.result === "usize";
-    symbols[name] = wide ? (...args: unknown[]) => BigInt(call(...args) as number) : call;
+    const result = (value: unknown) => wide ? BigInt(value as number) : value;
+    symbols[name] = signature.nonblocking
+      ? (...args: unknown[]) =>
+        new Promise((resolve, reject) =>
+          call.async(
+            ...args,
+            (error: unknown, value: unknown) => error ? reject(error) : resolve(result(value)),
+          )
+        )
+      : (...args: unknown[]) => result(call(...args));
   }
   return {
     symbols: symbols as unknown as Symbols,

@@ -15,6 +15,8 @@ export type NativeType = "i32" | "u32" | "i64" | "usize" | "pointer" | "buffer" 
 export interface NativeSignature {
   readonly parameters: readonly NativeType[];
   readonly result: NativeType;
+  /** Runs on a thread of the runtime's pool: the call returns a promise of the result. */
+  readonly nonblocking?: boolean;
 }
 
 /** An opaque C pointer: `null` for NULL, otherwise only passed back to C. */
@@ -46,7 +48,9 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_drain: { parameters: ["i32", "i64"], result: "i64" },
   coop_list_dir: { parameters: ["buffer", "buffer", "i64"], result: "i64" },
   coop_tree_usage: { parameters: ["buffer", "i64", "buffer"], result: "i64" },
-  coop_syncfs: { parameters: ["buffer"], result: "i32" },
+  // Waits for the disk (ms, more under load): never on the event loop, and cheaper on the
+  // runtime's thread pool than as a message to the off-loop worker (src/sandbox/upper_sync.ts).
+  coop_syncfs: { parameters: ["buffer"], result: "i32", nonblocking: true },
   coop_lock_file: { parameters: ["buffer", "buffer", "i64"], result: "i32" },
   coop_mount_root: { parameters: ["buffer"], result: "i32" },
   coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
@@ -93,7 +97,7 @@ export interface Trampoline {
   coop_drain(fd: number, max: bigint): bigint;
   coop_list_dir(path: Buf, buffer: Buf, length: bigint): bigint;
   coop_tree_usage(path: Buf, limit: bigint, out: Buf): bigint;
-  coop_syncfs(path: Buf): number;
+  coop_syncfs(path: Buf): Promise<number>;
   coop_lock_file(path: Buf, holder: Buf, holderLength: bigint): number;
   coop_mount_root(path: Buf): number;
   coop_relay_start(path: Buf, max: number, refusal: Buf, length: bigint, out: Buf): Ptr;
