@@ -3,14 +3,31 @@
 // tests/node/node_package_test.ts, as root and as an unprivileged user). Each test names the
 // Deno test it mirrors. Plain JavaScript: Node 20 runs no TypeScript.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:http";
 import { createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { test } from "node:test";
-import { exec, probe, SandboxQuotaError, selfTest, spawn, startSession } from "coop-sandbox";
+import {
+  environmentWritesSettled,
+  exec,
+  probe,
+  SandboxQuotaError,
+  SandboxUpperInUseError,
+  selfTest,
+  spawn,
+  startSession,
+} from "coop-sandbox";
 
 async function inWorkspace(fn) {
   const workspace = mkdtempSync(join(tmpdir(), "coop-node-ws-"));
@@ -317,4 +334,43 @@ test("session: a background process outlives its command and dies with the sessi
     }
     assert.equal(session.alive, false);
     assert.equal(existsSync(`/proc/${session.pid}/cmdline`), false, "the init is gone");
+  }));
+
+// tests/sandbox/overlay_workdir_test.ts and upper_lock_test.ts: an environment root (an overlay
+// over the host's /usr) keeps a write in its upper, synced on the runtime's thread pool (koffi's
+// async call under Node); while a live session has the upper mounted, another sandbox on it is
+// refused after its wait.
+test("environment root: a write kept in the upper; one sandbox at a time on it", () =>
+  inWorkspace(async (workspace) => {
+    const dir = mkdtempSync(join(tmpdir(), "coop-node-env-"));
+    chmodSync(dir, 0o711); // the sandbox's root (another uid when root runs this) passes through
+    const rootfs = {
+      lower: "host",
+      upper: join(dir, "uppers/bob/upper"),
+      work: join(dir, "uppers/bob/work"),
+    };
+    try {
+      const write = await sh(workspace, "mkdir -p /usr/local && echo kept > /usr/local/node-note", {
+        rootfs,
+      });
+      assert.equal(write.exitCode, 0, write.stderr);
+      const read = await sh(workspace, "cat /usr/local/node-note", { rootfs });
+      assert.equal(read.stdout, "kept\n");
+      await environmentWritesSettled();
+      assert.equal(readFileSync(join(rootfs.upper, "usr/local/node-note"), "utf8"), "kept\n");
+      const session = await startSession({ workspace, rootfs });
+      try {
+        await assert.rejects(
+          () => sh(workspace, "true", { rootfs }, { upperWaitMs: 200 }),
+          (error) => error instanceof SandboxUpperInUseError && error.holderPid === process.pid,
+        );
+      } finally {
+        await session.stop();
+      }
+      const after = await sh(workspace, "true", { rootfs }, { upperWaitMs: 2000 });
+      assert.equal(after.exitCode, 0, after.stderr);
+      await environmentWritesSettled();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }));

@@ -21,6 +21,7 @@ Deno.test("mod.ts exports exactly the curated runtime values", () => {
     "SandboxUpperInUseError",
     "SandboxWorkspaceError",
     "SessionEndedError",
+    "environmentWritesSettled",
     "exec",
     "lastSelfTest",
     "probe",
