@@ -23,7 +23,11 @@ export function checkEnvironments(config: CoopConfig): ConfigDiagnostic[] {
   const references = environmentReferences(config);
   const done = new Set<string>();
   for (const ref of references) {
-    const owner = config.users.find((u) => `user ${u.name}` === ref.who && u.trust === "owner");
+    // A user's own setting, or a cron job's that runs as the owner: either way, the host.
+    const cronUser = config.cron.find((job) => `cron job ${job.name}` === ref.who)?.user;
+    const owner = config.users.find((u) =>
+      (`user ${u.name}` === ref.who || u.name === cronUser) && u.trust === "owner"
+    );
     if (owner) {
       out.push(configWarning(
         "config.environment_unused",

@@ -121,6 +121,18 @@ Deno.test("check: a Coopfile's errors name it, its key and who uses it; unbuilt 
       d.code === "config.environment_unused"
     );
     strictEqual(unused?.path, "users[0].sandbox.environment");
+    // A cron job that runs as the owner runs on the host too.
+    const cronAsOwner = parseConfig(
+      '[[users]]\nname = "alice"\ntrust = "owner"\n[[cron]]\nname = "digest"\n' +
+        'schedule = "0 8 * * *"\nuser = "alice"\nmessage = "hi"\n' +
+        '[cron.sandbox]\nenvironment = "other/Coopfile"\n',
+      join(dir, "coop.toml"),
+      dir,
+    );
+    const cronUnused = checkEnvironments(cronAsOwner).find((d) =>
+      d.code === "config.environment_unused"
+    );
+    strictEqual(cronUnused?.path, "cron[0].sandbox.environment");
   });
 });
 
