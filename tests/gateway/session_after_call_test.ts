@@ -75,14 +75,17 @@ async function withGateway(
 }
 
 /**
- * Bob's first call: a repository, and a background job that writes its pre-commit hook after
- * the call (and its scan) ended. Run by git on the host, the hook leaves `r/pwned`.
+ * Bob's first call: a repository, and a background job that writes its pre-commit hook once the
+ * test creates `go` — after the call and its scan ended. Run by git on the host, the hook leaves
+ * `r/pwned`.
  */
-const PLANT = "git init -q r && (sleep 1; printf '#!/bin/sh\\ntouch pwned\\n' > " +
-  "r/.git/hooks/pre-commit; chmod +x r/.git/hooks/pre-commit) >/dev/null 2>&1 & echo planted";
+const PLANT = "git init -q r && (until [ -e go ]; do sleep 0.05; done; printf " +
+  "'#!/bin/sh\\ntouch pwned\\n' > r/.git/hooks/pre-commit; chmod +x r/.git/hooks/pre-commit) " +
+  ">/dev/null 2>&1 & echo planted";
 
-/** Waits until the hook is there and its ctime's second is well behind the clock. */
+/** Lets the job plant, waits until the hook is there and its ctime is well behind the clock. */
 async function hookWritten(hook: string): Promise<void> {
+  await Deno.writeTextFile(join(hook, "..", "..", "..", "..", "go"), "");
   assert(await until(() => existsSync(hook), 15_000), "the background job never wrote the hook");
   const ctime = Deno.statSync(hook).ctime!.getTime();
   const wait = ctime + 1_500 - Date.now();
