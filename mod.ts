@@ -24,7 +24,12 @@ export type { SandboxStatus } from "./src/sandbox/spawn.ts";
 export { SessionEndedError, startSession } from "./src/sandbox/session.ts";
 export { SandboxUpperInUseError } from "./src/sandbox/upper_lock.ts";
 export { environmentWritesSettled } from "./src/sandbox/upper_sync.ts";
-export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./src/sandbox/session.ts";
+export type {
+  SessionCpuTime,
+  SessionExecOptions,
+  SessionOptions,
+  SessionSandbox,
+} from "./src/sandbox/session.ts";
 export { probe } from "./src/sandbox/probe.ts";
 export type { ProbeCheck, ProbeOptions, ProbeReport } from "./src/sandbox/probe.ts";
 export { lastSelfTest, selfTest } from "./src/sandbox/self_test.ts";

@@ -25,6 +25,7 @@ import {
 } from "./sandbox_exec_command.ts";
 import { writeStderr } from "./stderr.ts";
 import { reportOutcome, runOnTerminal } from "./terminal_session.ts";
+import { scanAfterRun } from "./run_scan.ts";
 import { type UserSandbox, userSandbox } from "./user_sandbox.ts";
 import { CoopError } from "../errors/coop_error.ts";
 import { UsageError } from "./usage_error.ts";
@@ -92,6 +93,7 @@ async function runIn(
   argv: string[],
   timeoutMs: number | undefined,
 ): Promise<number> {
+  const started = Date.now();
   try {
     if (!Deno.stdin.isTerminal()) {
       return await streamCommand(sandbox.policy, argv, timeoutMs ?? sandbox.timeoutMs);
@@ -112,6 +114,8 @@ async function runIn(
     return EXIT_SANDBOX_FAILED;
   } finally {
     await environmentWritesSettled();
+    // What the program left on the workspace, before the owner's git runs there.
+    await scanAfterRun(sandbox, started);
   }
 }
 

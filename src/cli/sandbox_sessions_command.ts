@@ -2,8 +2,9 @@
  * `coop sandbox ps [--json] [--config FILE]` and `coop sandbox stop ID [--config FILE]`: the
  * gateway's live session sandboxes (`lifetime = "session"`), read from the files it keeps
  * under `<state_dir>/sandboxes/` (src/tools/live_sandbox_files.ts); and the live-sessions part
- * of `coop sandbox status`. Stopping one is SIGKILL to its init, which ends its whole pid
- * namespace; the gateway notices and forgets it.
+ * of `coop sandbox status`. Stopping one asks its init to end it (`COOP_SIG_END`: it kills and
+ * reaps every process, so their CPU time is charged), then SIGKILL if it has not gone; the
+ * gateway notices, charges and scans (src/tools/session_sandboxes.ts) and forgets it.
  * @module
  */
 import process from "node:process";
@@ -15,11 +16,30 @@ import {
   processStartTime,
   removeLiveSandbox,
 } from "../tools/live_sandbox_files.ts";
+import { END_SIGNAL } from "../sandbox/protocol.ts";
 import { parseStateArgs } from "./owner_state.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
 
 const STOP_WAIT_MS = 5000;
+/** How long the init may take to kill and reap its processes before SIGKILL ends it. */
+const END_GRACE_MS = 2000;
+
+/**
+ * Sends `COOP_SIG_END` (a real-time signal neither Deno nor node:process can name) with the
+ * system's kill(1); when that fails the caller's SIGKILL follows the grace period.
+ */
+async function endSignal(pid: number): Promise<void> {
+  try {
+    await new Deno.Command("kill", {
+      args: [`-${END_SIGNAL}`, String(pid)],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+  } catch {
+    // No kill(1): SIGKILL after the grace period.
+  }
+}
 
 async function stateDirOf(file: string): Promise<string | null> {
   try {
@@ -86,12 +106,16 @@ export async function stopCommand(args: string[]): Promise<number> {
     writeStderr(`coop: no live session sandbox "${id}" (coop sandbox ps lists them)\n`);
     return 1;
   }
-  // The start time again, right before the kill: never signal a process that reused the pid.
-  if (processStartTime(target.pid) === target.pidStart) process.kill(target.pid, "SIGKILL");
-  const until = Date.now() + STOP_WAIT_MS;
-  while (processStartTime(target.pid) === target.pidStart && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  // The start time again, right before each signal: never signal a process that reused the pid.
+  const same = () => processStartTime(target.pid) === target.pidStart;
+  const gone = async (ms: number) => {
+    const until = Date.now() + ms;
+    while (same() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    return !same();
+  };
+  if (same()) await endSignal(target.pid);
+  if (!await gone(END_GRACE_MS) && same()) process.kill(target.pid, "SIGKILL");
+  await gone(STOP_WAIT_MS);
   if (processStartTime(target.pid) === target.pidStart) {
     writeStderr(`coop: session sandbox ${id} (pid ${target.pid}) did not end\n`);
     return 1;

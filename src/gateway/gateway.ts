@@ -18,6 +18,7 @@ import { MemoryDatabase } from "../state/memory_store.ts";
 import { type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { SessionSandboxes } from "../tools/session_sandboxes.ts";
+import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
 import { SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
 import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
@@ -73,6 +74,8 @@ export class Gateway {
   readonly sessions: SessionStore;
   /** Live sandboxes of `lifetime = "session"`, across config reloads. */
   readonly sessionSandboxes: SessionSandboxes;
+  /** The workspace scans after calls, across config reloads (a session's scans chain). */
+  readonly #workspaceGuard = new WorkspaceGuard();
   readonly #deps: GatewayDependencies;
   /** Pairing requests and paired people (shared with `coop pairing` through the database). */
   readonly pairing: PairingStore;
@@ -161,6 +164,7 @@ export class Gateway {
     return new ToolExecutor(config, {
       memory: new MemoryDatabase(this.#db),
       sessionSandboxes: this.sessionSandboxes,
+      workspaceGuard: this.#workspaceGuard,
       ...this.#deps.executor,
     });
   }

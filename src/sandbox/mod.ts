@@ -23,7 +23,12 @@ export { spawnSandboxed } from "./spawn.ts";
 export { SessionEndedError, startSession } from "./session.ts";
 export { SandboxUpperInUseError } from "./upper_lock.ts";
 export { environmentWritesSettled } from "./upper_sync.ts";
-export type { SessionExecOptions, SessionOptions, SessionSandbox } from "./session.ts";
+export type {
+  SessionCpuTime,
+  SessionExecOptions,
+  SessionOptions,
+  SessionSandbox,
+} from "./session.ts";
 export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop, warmOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";

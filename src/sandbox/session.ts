@@ -15,7 +15,7 @@ import { SandboxError, SandboxPolicyError } from "./errors.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, type ExecResult } from "./exec.ts";
 import { OUT } from "./ffi.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
-import { RECORD, RECORD_SIZE } from "./protocol.ts";
+import { END_SIGNAL, RECORD, RECORD_SIZE } from "./protocol.ts";
 import { waitForExit } from "./reaper.ts";
 import { sessionCapture } from "./session_capture.ts";
 import { setupFailure } from "./setup_failure.ts";
@@ -77,12 +77,27 @@ export interface SessionSandbox {
   readonly startedAt: number;
   /** Settles once the session has ended (stopped, killed, or its init died). */
   readonly ended: Promise<void>;
+  /**
+   * Settles once the session has ended with the CPU time no command's result reported:
+   * processes left in the background (reaped by the init as orphans, or killed at the end),
+   * commands still running when it ended, and the init itself — so that everything the
+   * session ran is counted once (the init's `wait4` rusage less what the commands reported).
+   */
+  readonly unclaimedCpu: Promise<SessionCpuTime>;
   /** Whether the session still runs. */
   readonly alive: boolean;
   /** Runs `argv` in the session and waits for it (not for what it left in the background). */
   exec(argv: readonly string[], options?: SessionExecOptions): Promise<ExecResult>;
   /** Ends the session: every process in it is killed. Resolves once it is gone. */
   stop(): Promise<void>;
+}
+
+/** CPU time in milliseconds, measured by the kernel (rusage). */
+export interface SessionCpuTime {
+  /** Time in user mode. */
+  userMs: number;
+  /** Time in the kernel on the session's behalf. */
+  systemMs: number;
 }
 
 /** A command of a session was refused because the session is over. */
@@ -134,6 +149,8 @@ export async function startSession(
   let setupError: { step: number; errno: number } | null = null;
   const report = new net.Socket({ fd: out[OUT.report], readable: true, writable: false });
   let rest = Buffer.alloc(0);
+  // What the commands' own results reported; the rest of the init's rusage is unclaimed.
+  const claimed: SessionCpuTime = { userMs: 0, systemMs: 0 };
   report.on("data", (chunk: Buffer) => {
     rest = Buffer.concat([rest, chunk]);
     for (; rest.length >= RECORD_SIZE; rest = rest.subarray(RECORD_SIZE)) {
@@ -141,8 +158,8 @@ export async function startSession(
       const command = pending.get(a);
       if (kind === RECORD.ready) ready({ landlockAbi: a, seccomp: b === 1 });
       else if (kind === RECORD.error) setupError ??= { step: a, errno: b };
-      else if (kind === RECORD.utime && command) command.utimeMs = b;
-      else if (kind === RECORD.stime && command) command.stimeMs = b;
+      else if (kind === RECORD.utime && command) command.utimeMs = b, claimed.userMs += b;
+      else if (kind === RECORD.stime && command) command.stimeMs = b, claimed.systemMs += b;
       else if (kind === RECORD.refused && command) command.refused = b;
       else if (kind === RECORD.ended && command) {
         command.ended(b);
@@ -152,8 +169,17 @@ export async function startSession(
   });
   report.on("error", () => {});
   let alive = true;
-  const ended = waitForExit(lib, out[OUT.pid]).then(async () => {
+  let unclaimed!: (cpu: SessionCpuTime) => void;
+  const unclaimedCpu = new Promise<SessionCpuTime>((resolve) => unclaimed = resolve);
+  const ended = waitForExit(lib, out[OUT.pid]).then(async ({ cpu }) => {
     alive = false;
+    // The init's rusage holds every process it reaped (ffi/init/session.c reaps orphans too,
+    // and the kernel reaps what is left when pid 1 dies): what the commands' records
+    // reported is charged with their results (a record still unread now is in neither).
+    unclaimed({
+      userMs: Math.max(0, cpu.userMs - claimed.userMs),
+      systemMs: Math.max(0, cpu.systemMs - claimed.systemMs),
+    });
     report.destroy();
     lib.coop_close(out[OUT.pidfd]);
     lib.coop_close(out[OUT.go]);
@@ -173,7 +199,15 @@ export async function startSession(
     log.debug("sandbox.session.ended {pid}", { pid: out[OUT.pid] });
   });
   const hardening = await readyPromise;
-  const session = new LiveSession(init, policy, hardening, pending, ended, () => alive);
+  const session = new LiveSession(
+    init,
+    policy,
+    hardening,
+    pending,
+    ended,
+    unclaimedCpu,
+    () => alive,
+  );
   init.quota?.watch(() => void session.stop());
   return session;
 }
@@ -182,6 +216,7 @@ class LiveSession implements SessionSandbox {
   readonly pid: number;
   readonly startedAt = Date.now();
   #nextId = 1;
+  #stopping = false;
 
   constructor(
     private readonly init: StartedInit,
@@ -189,6 +224,7 @@ class LiveSession implements SessionSandbox {
     private readonly hardening: ExecResult["hardening"],
     private readonly pending: Map<number, Pending>,
     readonly ended: Promise<void>,
+    readonly unclaimedCpu: Promise<SessionCpuTime>,
     private readonly isAlive: () => boolean,
   ) {
     this.pid = init.out[OUT.pid];
@@ -199,7 +235,17 @@ class LiveSession implements SessionSandbox {
   }
 
   stop(): Promise<void> {
-    if (this.alive) this.init.lib.coop_kill(this.init.out[OUT.pidfd], signalNumber("SIGKILL"));
+    if (!this.alive || this.#stopping) return this.ended;
+    this.#stopping = true;
+    const { lib, out } = this.init;
+    // The init kills every process of the session and reaps it, so their CPU time is in its
+    // rusage (`unclaimedCpu`); SIGKILL alone would leave them to the pid namespace's teardown,
+    // which reaps without accounting. SIGKILL follows if the init has not gone by then.
+    lib.coop_kill(out[OUT.pidfd], END_SIGNAL);
+    const force = setTimeout(() => {
+      if (this.alive) lib.coop_kill(out[OUT.pidfd], signalNumber("SIGKILL"));
+    }, KILL_GRACE_MS);
+    void this.ended.then(() => clearTimeout(force));
     return this.ended;
   }
 

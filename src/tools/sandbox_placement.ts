@@ -68,6 +68,8 @@ export interface UserSandbox {
    * `COOP_SESSION` and `upper = "session"`.
    */
   session?: SessionKey;
+  /** With a live session sandbox: runs once it has ended (the workspace's last scan). */
+  afterSessionEnd?: (session: { startedAt: number }) => Promise<unknown>;
 }
 
 /**
@@ -178,6 +180,9 @@ export class SandboxPlacement {
         ? await this.#sessions.exec(session, policy, argv, {
           ...options,
           idleTimeoutMs: settings.idleTimeoutMs,
+          // What its background processes use is charged, and scanned, when it ends.
+          onCpuSeconds,
+          afterEnd: sandbox.afterSessionEnd,
         })
         // One sandbox at a time on an upper layer: overlayfs gives undefined results when one
         // upper directory is mounted twice at once (a person's concurrent turns wait here).

@@ -3,8 +3,10 @@
  * its first command and keyed by the session and the policy it was made with (a config reload
  * that changes the policy stops the old one and makes a new one). A session sandbox ends on
  * `/clear`, after its idle timeout, on gateway shutdown or drain, and on `coop sandbox stop`
- * (which kills its init; the registry notices the end). Each live one has a file under
- * `<state_dir>/sandboxes/` for the CLI (live_sandbox_files.ts).
+ * (which ends its init; the registry notices the end). Each live one has a file under
+ * `<state_dir>/sandboxes/` for the CLI (live_sandbox_files.ts). However it ends, the hooks of
+ * its latest command run once it is gone: the CPU time its background processes used is
+ * charged (`onCpuSeconds`), and the workspace is scanned once more (`afterEnd`).
  * @module
  */
 import { randomBytes } from "node:crypto";
@@ -16,6 +18,7 @@ import {
   type SessionSandbox,
   startSession,
 } from "../sandbox/mod.ts";
+import { errorMessage } from "../errors/coop_error.ts";
 import { processStartTime, removeLiveSandbox, writeLiveSandbox } from "./live_sandbox_files.ts";
 
 const log = getLogger(["coop", "tools", "session"]);
@@ -25,6 +28,14 @@ export interface SessionKey {
   channel: string;
   user: string;
   session: string;
+}
+
+/** What the latest command of a session asks to be done when its sandbox ends. */
+export interface SessionEndHooks {
+  /** Receives the CPU seconds no command's result reported (background processes, the init). */
+  onCpuSeconds?: (seconds: number) => void;
+  /** Runs once the sandbox is gone (the last workspace scan); `stop()` waits for it. */
+  afterEnd?: (session: { startedAt: number }) => Promise<unknown>;
 }
 
 /** Starts a session sandbox (tests may inject one). */
@@ -39,6 +50,10 @@ interface Entry {
   sandbox: Promise<SessionSandbox>;
   idle?: ReturnType<typeof setTimeout>;
   running: number;
+  /** The latest command's hooks, run at the end. */
+  hooks: SessionEndHooks;
+  /** Settles once the sandbox has ended and its hooks have run. */
+  finished: Promise<void>;
 }
 
 /** The overlay upper directory a policy mounts read-write, if any. */
@@ -76,10 +91,12 @@ export class SessionSandboxes {
     key: SessionKey,
     policy: SandboxPolicyInput,
     argv: readonly string[],
-    options: SessionExecOptions & { idleTimeoutMs: number },
+    options: SessionExecOptions & { idleTimeoutMs: number } & SessionEndHooks,
   ): Promise<ExecResult> {
     const entry = await this.#entryFor(key, policy);
     clearTimeout(entry.idle);
+    // The latest turn's meter pays for what the session runs in the background until it ends.
+    entry.hooks = { onCpuSeconds: options.onCpuSeconds, afterEnd: options.afterEnd };
     entry.running++;
     try {
       const sandbox = await entry.sandbox;
@@ -127,9 +144,18 @@ export class SessionSandboxes {
     }
     const id = randomBytes(4).toString("hex");
     const sandbox = this.#start(policy);
-    const entry: Entry = { id, key, upper, policyKey, sandbox, running: 0 };
+    const entry: Entry = {
+      id,
+      key,
+      upper,
+      policyKey,
+      sandbox,
+      running: 0,
+      hooks: {},
+      finished: Promise.resolve(),
+    };
     this.#entries.set(k, entry);
-    sandbox.then((live) => {
+    entry.finished = sandbox.then((live) => {
       writeLiveSandbox(this.#stateDir, {
         id,
         pid: live.pid,
@@ -145,12 +171,14 @@ export class SessionSandboxes {
         pid: live.pid,
         channel: key.channel,
       });
-      // However it ends — stop(), `coop sandbox stop`, the init dying — it is forgotten.
-      void live.ended.then(() => {
+      // However it ends — stop(), `coop sandbox stop`, the init dying — it is forgotten, and
+      // what it did since the last command is charged and scanned.
+      return live.ended.then(async () => {
         removeLiveSandbox(this.#stateDir, id);
         clearTimeout(entry.idle);
         if (this.#entries.get(k) === entry) this.#entries.delete(k);
         log.info("sandbox.session.ended {user} {id}", { user: key.user, id });
+        await this.#settle(entry, live);
       });
     }, () => {
       if (this.#entries.get(k) === entry) this.#entries.delete(k);
@@ -158,7 +186,37 @@ export class SessionSandboxes {
     return entry;
   }
 
-  /** Stops `key`'s live sandbox, if it has one; resolves once it is gone. */
+  /** Charges the CPU time no command reported and runs the last scan; never throws. */
+  async #settle(entry: Entry, live: SessionSandbox): Promise<void> {
+    const { onCpuSeconds, afterEnd } = entry.hooks;
+    try {
+      const cpu = await live.unclaimedCpu;
+      const seconds = (cpu.userMs + cpu.systemMs) / 1000;
+      log.info("sandbox.session.cpu {user} {id}: {seconds} s not charged with a command", {
+        user: entry.key.user,
+        id: entry.id,
+        seconds,
+      });
+      onCpuSeconds?.(seconds);
+    } catch (error) {
+      log.error("sandbox.session.charge_failed {user} {id}: {error}", {
+        user: entry.key.user,
+        id: entry.id,
+        error: errorMessage(error),
+      });
+    }
+    try {
+      await afterEnd?.({ startedAt: live.startedAt });
+    } catch (error) {
+      log.error("sandbox.session.end_scan_failed {user} {id}: {error}", {
+        user: entry.key.user,
+        id: entry.id,
+        error: errorMessage(error),
+      });
+    }
+  }
+
+  /** Stops `key`'s live sandbox, if it has one; resolves once it is gone and settled. */
   async stop(key: SessionKey): Promise<void> {
     const k = keyOf(key);
     const entry = this.#entries.get(k);
@@ -168,6 +226,7 @@ export class SessionSandboxes {
     const sandbox = await entry.sandbox.catch(() => null);
     await sandbox?.stop();
     removeLiveSandbox(this.#stateDir, entry.id);
+    await entry.finished;
   }
 
   /** Stops every live sandbox (gateway shutdown or drain). */

@@ -51,6 +51,11 @@ export interface ExecutorDependencies {
   memory?: MemoryDatabase;
   /** Live sandboxes of `lifetime = "session"` (without it, each command gets a fresh one). */
   sessionSandboxes?: SessionSandboxes;
+  /**
+   * The workspace scans (default: the executor's own); the gateway shares one across config
+   * reloads so that a session workspace's scans keep chaining (workspace_guard.ts).
+   */
+  workspaceGuard?: WorkspaceGuard;
 }
 
 /** One tool call from the agent loop, with everything needed to authorize it. */
@@ -136,7 +141,7 @@ export function offeredToolNames(
 export class ToolExecutor {
   readonly #config: CoopConfig;
   /** Scans after non-owner calls that can write (F23, F27, R12). */
-  readonly #guard = new WorkspaceGuard();
+  readonly #guard: WorkspaceGuard;
   readonly #host: HostPlacement;
   readonly #sandbox: SandboxPlacement;
   readonly #maxOutputChars: number;
@@ -145,6 +150,7 @@ export class ToolExecutor {
   /** `deps` replaces the real host, sandbox, gate and environment (tests use fakes). */
   constructor(config: CoopConfig, deps: ExecutorDependencies = {}) {
     this.#config = config;
+    this.#guard = deps.workspaceGuard ?? new WorkspaceGuard();
     this.#host = new HostPlacement(
       config,
       deps.env ?? Deno.env.toObject(),
@@ -236,11 +242,23 @@ export class ToolExecutor {
         decision,
       };
     }
+    // A live session sandbox (`lifetime = "session"`) keeps background processes between
+    // calls: its workspace's scans chain, and one more runs when it ends.
+    const inSession = !onHost && settings.lifetime === "session" && call.session !== undefined;
     const userSandbox = (): UserSandbox => ({
       user: call.principal.name,
       settings,
       workspace: scope.hostRoot,
       ...(call.session ? { session: call.session } : {}),
+      ...(inSession
+        ? {
+          afterSessionEnd: ({ startedAt }: { startedAt: number }) =>
+            this.#guard.afterCall(call.principal.name, scope.hostRoot, startedAt, {
+              maxEntries: settings.scanLimit,
+              session: true,
+            }),
+        }
+        : {}),
     });
     const context: ToolContext = {
       scope,
@@ -263,12 +281,10 @@ export class ToolExecutor {
     const started = Date.now();
     const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);
     if (onHost || !WRITING_TOOLS.includes(call.tool)) return { ...result, decision };
-    const found = await this.#guard.afterCall(
-      call.principal.name,
-      scope.hostRoot,
-      started,
-      settings.scanLimit,
-    );
+    const found = await this.#guard.afterCall(call.principal.name, scope.hostRoot, started, {
+      maxEntries: settings.scanLimit,
+      session: inSession,
+    });
     return {
       ...result,
       ...(found.note ? { content: `${result.content}\n${found.note}` } : {}),

@@ -6,6 +6,11 @@
  * A scan that could not see everything (too many entries, unreadable directories) keeps its
  * start time: the next scan of that workspace looks at everything changed since then, so a trap
  * planted behind a scan's limit is still found once the workspace is small enough again.
+ *
+ * A live session sandbox (`lifetime = "session"`) keeps processes running between calls: one
+ * could write a trap after a call's scan and before the next call starts, older than that
+ * call's start. So once a session's call has scanned a workspace, every later scan of it covers
+ * all since the previous scan started, and one more runs when the session sandbox ends.
  * @module
  */
 import { getLogger } from "@logtape/logtape";
@@ -29,29 +34,46 @@ export interface AfterCallFindings {
   note: string | null;
 }
 
+/** How one scan after a call is done. */
+export interface AfterCallOptions {
+  /** `sandbox.workspace_scan_limit`: entries a scan reads at most. */
+  maxEntries: number;
+  /** The call ran in a live session sandbox (or the session ended): chain the scans. */
+  session?: boolean;
+}
+
 /** Scans after calls and remembers what it reported and which workspaces are unverified. */
 export class WorkspaceGuard {
   /** Auto-run files reported already, by path, with the change reported (no repeats). */
   readonly #reported = new Map<string, number>();
   /** Workspaces whose last scan was incomplete, with the start of the window it covered. */
   readonly #unverifiedSince = new Map<string, number>();
+  /** Workspaces a session sandbox wrote, with when their latest scan started. */
+  readonly #chainedFrom = new Map<string, number>();
   /** The scan running per workspace: two calls of one user end together, scans take turns. */
   readonly #running = new Map<string, Promise<unknown>>();
   /** The scan workers, started in the background at the first scan (see `warmScanWorkers`). */
   #warming: Promise<void> | undefined;
 
-  /** Scans `workspace` for what changed since `started` (earlier if a scan was incomplete). */
+  /**
+   * Scans `workspace` for what changed since `started` (earlier if a scan was incomplete, or
+   * since the previous scan began for a workspace a session sandbox wrote).
+   */
   afterCall(
     principal: string,
     workspace: string,
     started: number,
-    maxEntries: number,
+    { maxEntries, session = false }: AfterCallOptions,
   ): Promise<AfterCallFindings> {
     this.#warming ??= warmScanWorkers().catch((error) => {
       log.warn("workspace.scan_workers {error}", { error: errorMessage(error) });
     });
     const previous = this.#running.get(workspace) ?? Promise.resolve();
-    const next = previous.then(() => this.#scan(principal, workspace, started, maxEntries));
+    const next = previous.then(() => {
+      // Never forgotten: processes of another session on this workspace may still run.
+      if (session && !this.#chainedFrom.has(workspace)) this.#chainedFrom.set(workspace, started);
+      return this.#scan(principal, workspace, started, maxEntries);
+    });
     const settled = next.catch(() => {});
     this.#running.set(workspace, settled);
     void settled.then(() => {
@@ -66,7 +88,14 @@ export class WorkspaceGuard {
     started: number,
     maxEntries: number,
   ): Promise<AfterCallFindings> {
-    const since = Math.min(started, this.#unverifiedSince.get(workspace) ?? started);
+    const scanStarted = Date.now();
+    const since = Math.min(
+      started,
+      this.#chainedFrom.get(workspace) ?? started,
+      this.#unverifiedSince.get(workspace) ?? started,
+    );
+    // What is written while this scan runs is the next scan's.
+    if (this.#chainedFrom.has(workspace)) this.#chainedFrom.set(workspace, scanStarted);
     let report;
     try {
       report = await scanWorkspaceBounded(workspace, { since, neutralise: true, maxEntries });
