@@ -11,7 +11,7 @@ import net from "node:net";
 import { Buffer } from "node:buffer";
 import { getLogger } from "@logtape/logtape";
 import { ERRNO, errnoName, errnoText } from "./errno.ts";
-import { SandboxError, SandboxPolicyError } from "./errors.ts";
+import { SandboxPolicyError } from "./errors.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, type ExecResult } from "./exec.ts";
 import { OUT } from "./ffi.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
@@ -20,94 +20,32 @@ import { waitForExit } from "./reaper.ts";
 import { sessionCapture } from "./session_capture.ts";
 import { setupFailure } from "./setup_failure.ts";
 import { buildCommandSpec } from "./spec.ts";
-import { canonicalWorkspace, type ProxyTestHooks } from "./spawn.ts";
+import { canonicalWorkspace } from "./spawn.ts";
+import {
+  type SessionCpuTime,
+  SessionEndedError,
+  type SessionExecOptions,
+  type SessionOptions,
+  type SessionSandbox,
+} from "./session_types.ts";
 import { logSetupFailure, type StartedInit, startInit } from "./start_init.ts";
-import type { CgroupHost } from "./cgroup_host.ts";
-import type { StepName } from "./protocol.ts";
 import { timeoutProblem } from "./duration.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
 import { discardWorkdir } from "./overlay_workdir.ts";
 import { syncUpperInBackground } from "./upper_sync.ts";
 
+export {
+  type SessionCpuTime,
+  SessionEndedError,
+  type SessionExecOptions,
+  type SessionOptions,
+  type SessionSandbox,
+} from "./session_types.ts";
+
 const log = getLogger(["coop", "sandbox", "session"]);
 
 /** How long the init may take to answer a kill before the whole session is ended. */
 const KILL_GRACE_MS = 2000;
-
-/** Options for `startSession()`. */
-export interface SessionOptions {
-  /**
-   * Fail this setup step on purpose (tests of the error path).
-   * @ignore
-   */
-  failAt?: StepName;
-  /**
-   * Test hooks of network "proxy"; production never sets them.
-   * @ignore
-   */
-  proxy?: ProxyTestHooks;
-  /**
-   * Test hook: plan the limits against this stand-in host.
-   * @ignore
-   */
-  cgroupHost?: CgroupHost;
-}
-
-/** Options for one command of a session. */
-export interface SessionExecOptions {
-  /** Wall-clock limit for this command; its process group is killed when it passes. */
-  timeoutMs?: number;
-  /** Bytes written to the command's stdin (then closed). Default: empty stdin. */
-  stdin?: string | Uint8Array;
-  /** Extra environment variables for this command. */
-  env?: Record<string, string>;
-  /** Working directory inside the sandbox: `/work` or a path below it. */
-  cwd?: string;
-  /** Cap on each of stdout and stderr. Default 1 MiB. */
-  maxOutputBytes?: number;
-  /** Kills the command's process group when aborted. */
-  signal?: AbortSignal;
-}
-
-/** A live session sandbox. */
-export interface SessionSandbox {
-  /** Host pid of the session's init (pid 1 inside). */
-  readonly pid: number;
-  /** When the session was started (epoch ms). */
-  readonly startedAt: number;
-  /** Settles once the session has ended (stopped, killed, or its init died). */
-  readonly ended: Promise<void>;
-  /**
-   * Settles once the session has ended with the CPU time no command's result reported:
-   * processes left in the background (reaped by the init as orphans, or killed at the end),
-   * commands still running when it ended, and the init itself — so that everything the
-   * session ran is counted once (the init's `wait4` rusage less what the commands reported).
-   */
-  readonly unclaimedCpu: Promise<SessionCpuTime>;
-  /** Whether the session still runs. */
-  readonly alive: boolean;
-  /** Runs `argv` in the session and waits for it (not for what it left in the background). */
-  exec(argv: readonly string[], options?: SessionExecOptions): Promise<ExecResult>;
-  /** Ends the session: every process in it is killed. Resolves once it is gone. */
-  stop(): Promise<void>;
-}
-
-/** CPU time in milliseconds, measured by the kernel (rusage). */
-export interface SessionCpuTime {
-  /** Time in user mode. */
-  userMs: number;
-  /** Time in the kernel on the session's behalf. */
-  systemMs: number;
-}
-
-/** A command of a session was refused because the session is over. */
-export class SessionEndedError extends SandboxError {
-  /** `message` says what ended it. */
-  constructor(message: string) {
-    super("sandbox.session_ended", message);
-    this.name = "SessionEndedError";
-  }
-}
 
 interface Pending {
   utimeMs: number;
