@@ -8,7 +8,7 @@ import { chmodSync, chownSync, lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
-import type { RootfsPolicy } from "../../src/sandbox/mod.ts";
+import { environmentWritesSettled, type RootfsPolicy } from "../../src/sandbox/mod.ts";
 import { buildMiniRootfs, MINI_ROOTFS_PROGRAMS } from "../fixtures/mini_rootfs.ts";
 
 /** Programs of the test base: the mini rootfs's and what the overlay tests call. */
@@ -62,7 +62,13 @@ export async function testEnvironment(base?: string): Promise<TestEnvironment> {
       upper: join(dir, "uppers", user, "upper"),
       work: join(dir, "uppers", user, "work"),
     }),
-    dispose: () => removeTree(dir),
+    // What the library still does there in the background (the work-directory pool's refill
+    // and removals, the upper's sync) must end first: a refill making a directory while the
+    // tree goes fails the removal with ENOTEMPTY (CI run 4, O5).
+    dispose: async () => {
+      await environmentWritesSettled();
+      await removeTree(dir);
+    },
   };
 }
 

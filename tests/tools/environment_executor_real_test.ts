@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { parseConfig } from "../../src/config/config.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { resetUser } from "../../src/environments/environment_lifecycle.ts";
+import { environmentWritesSettled } from "../../src/sandbox/mod.ts";
 import { upperLocker } from "../../src/environments/layer_removal.ts";
 import { type ToolCall, ToolExecutor } from "../../src/tools/tool_executor.ts";
 import { sandboxPolicyForUser } from "../../src/tools/sandbox_placement.ts";
@@ -122,6 +123,7 @@ Deno.test({
       ok(!after.content.includes(`${marker} works`), after.content);
       ok(after.content.includes("cached"), after.content);
     } finally {
+      await environmentWritesSettled(); // the pool's refill must not race the removals
       // What the sandbox's root owns: removed without following anything it made.
       resetUser(join(base, "state"), "bob", true, await upperLocker());
       resetUser(join(base, "state"), "carol", true, await upperLocker());
@@ -160,6 +162,7 @@ Deno.test({
           fs.readFileSync("/usr/local/note", "utf8") !== "mine\n",
       );
     } finally {
+      await environmentWritesSettled(); // the pool's refill must not race the removals
       resetUser(join(base, "state"), "bob", true, await upperLocker());
       await Deno.remove(base, { recursive: true });
     }
