@@ -9,7 +9,8 @@
 import type { CoopConfig, UserConfig } from "../config/config.ts";
 import { WORKSPACE_DIR_MODE } from "../config/check_workspace_access.ts";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
-import { routeSender, routeUser } from "../gateway/router.ts";
+import { routeUser } from "../gateway/router.ts";
+import { personNamed, readPairedUsers, routeWithPaired } from "../gateway/paired_routing.ts";
 import type { SandboxPolicyInput } from "../sandbox/mod.ts";
 import { isInside } from "../sandbox/path_containment.ts";
 import { decide, type Situation } from "../trust/authorization.ts";
@@ -41,17 +42,22 @@ export interface UserSandbox {
   agentCommand?: readonly string[];
 }
 
-/** The configured person `name`, or the terminal's user when `name` is undefined. */
+/**
+ * The person `name` (configured, else paired — as the gateway routes them), or the terminal's
+ * user when `name` is undefined.
+ */
 function routeOf(config: CoopConfig, name: string | undefined) {
+  const paired = readPairedUsers(config);
   if (name === undefined) {
-    return routeSender(config, { channel: "terminal", sender: TERMINAL_SENDER });
+    return routeWithPaired(config, { channel: "terminal", sender: TERMINAL_SENDER }, paired);
   }
-  const user: UserConfig | undefined = config.users.find((u) => u.name === name);
+  const user: UserConfig | undefined = personNamed(config, name, paired);
   if (!user) {
-    const names = config.users.map((u) => u.name).join(", ") || "none";
+    const names = [...config.users, ...paired].map((u) => u.name).join(", ") || "none";
     throw new UserSandboxError(
       "run.unknown_user",
-      `no [[users]] entry is named "${name}" in ${config.file} (configured: ${names})`,
+      `no [[users]] entry in ${config.file} nor paired person is named "${name}" ` +
+        `(known: ${names})`,
     );
   }
   return routeUser(user);

@@ -54,7 +54,7 @@ Deno.test("explain: usage mistakes exit 2 with the usage line", async () => {
 Deno.test("explain: an unknown user name exits 1 naming the configured users", async () => {
   const r = await run(["--user", "zed"]);
   assertEquals(r.code, 1);
-  assertMatch(r.out, /no \[\[users\]\] entry is named "zed" \(configured: alice, dave\)/);
+  assertMatch(r.out, /nor paired person is named "zed" \(known: alice, dave\)/);
 });
 
 Deno.test("explain: the owner in a group (negative id) is sandboxed at the group's ceiling", async () => {

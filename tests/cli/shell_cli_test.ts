@@ -10,6 +10,7 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { existsSync } from "node:fs";
 import { sandboxTest, until } from "../sandbox/harness.ts";
 import { buildTestBase } from "../environments/environment_fixture.ts";
+import { pairPerson } from "../fixtures/paired_person.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const HAS_SCRIPT = (() => {
@@ -310,10 +311,33 @@ Deno.test("coop shell refuses the owner, and an unknown user, with 125 and the r
     assertMatch(owner.stderr, /has trust owner: the owner's commands run on the host/);
     const unknown = await coopPiped(dir, ["run", "--user", "zed", "--", "true"], "");
     assertEquals(unknown.code, 125);
-    assertMatch(unknown.stderr, /no \[\[users\]\] entry is named "zed" .*\(configured: bob\)/);
+    assertMatch(unknown.stderr, /nor paired person is named "zed" \(known: bob\)/);
     const usage = await coopPiped(dir, ["run", "--user", "bob"], "");
     assertEquals(usage.code, 2);
     assertMatch(usage.stderr, /run needs a command after --/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+sandboxTest("coop run --user accepts a paired person: their sandbox, their workspace", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-run-paired-" });
+  try {
+    await Deno.writeTextFile(join(dir, "coop.toml"), CONFIG);
+    pairPerson(join(dir, "state"), {
+      channel: "telegram",
+      sender: "777",
+      name: "erin",
+      trust: "inner",
+    });
+    const r = await coopPiped(
+      dir,
+      ["run", "--user", "erin", "--", "sh", "-c", "echo x > f; id -u"],
+      "",
+    );
+    assertEquals(r.code, 0, r.stderr);
+    // Erin's own directory of the workspace is /work, as her bash tool's is.
+    assertEquals(await Deno.readTextFile(join(dir, "ws", "erin", "f")), "x\n");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
