@@ -199,6 +199,8 @@ export async function explainAccess(
     group,
     groupConfig,
     effectiveTrust: trust,
+    route,
+    sender: resolved.sender,
   };
   const sections: Record<string, unknown> = {};
   const sectionLines: Record<string, string[]> = {};
