@@ -141,6 +141,13 @@ export function renderExplanation(report: ExplainReport): string {
   }
   if (sb.limitsError) lines.push(`  limits      CANNOT BE ENFORCED: ${sb.limitsError}`);
   if (sb.policyError) lines.push(`  policy      INVALID: ${sb.policyError}`);
+  if (sb.placeholderSession) {
+    lines.push(
+      `  session     [session] upper = "session": each chat session gets its own layer, ` +
+        `discarded when it ends (/clear); shown for a placeholder session ` +
+        `(${sb.placeholderSession}) — a real one's layer path and COOP_SESSION differ`,
+    );
+  }
   if (sb.mounts) {
     lines.push("  mounts");
     for (const m of sb.mounts) lines.push(`    ${pad(m.inside, 28)} ${pad(m.mode, 8)}${m.source}`);

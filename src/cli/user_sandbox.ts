@@ -19,6 +19,12 @@ import { sandboxPolicyForUser, selfTestGate } from "../tools/sandbox_placement.t
 import { loadEnvironment } from "../environments/environment_state.ts";
 import { ToolExecutor } from "../tools/tool_executor.ts";
 import { TERMINAL_SENDER } from "./chat_command.ts";
+import type { EnvironmentSession } from "../environments/environment_mounts.ts";
+import { endEnvironmentSession } from "../gateway/environment_sessions.ts";
+import { newSessionId } from "../state/session_store.ts";
+
+/** The channel of `coop run`'s and `coop shell`'s own throwaway sessions. */
+const THROWAWAY_CHANNEL = "terminal";
 
 /** Why a person's sandbox cannot be used (unknown user, the owner, commands not allowed…). */
 export class UserSandboxError extends CoopError {
@@ -40,6 +46,24 @@ export interface UserSandbox {
   timeoutMs: number;
   /** Their environment's `[agent] command`: what `coop run` starts when given no command. */
   agentCommand?: readonly string[];
+  /**
+   * Set when their environment keeps its upper layer per session and no `--session` was given:
+   * this run's throwaway session, whose layer `endThrowawaySession` discards afterwards.
+   */
+  throwawaySession?: EnvironmentSession;
+}
+
+/** What to enter besides the person: a chat session's layer (`--session CHANNEL:ID`). */
+export interface UserSandboxOptions {
+  /** The chat session whose `upper = "session"` layer (and `COOP_SESSION`) the command gets. */
+  session?: EnvironmentSession;
+}
+
+/** Discards the layer of `sandbox`'s throwaway session, if it has one (after the command ran). */
+export async function endThrowawaySession(config: CoopConfig, sandbox: UserSandbox): Promise<void> {
+  if (sandbox.throwawaySession) {
+    await endEnvironmentSession(config, sandbox.user, sandbox.throwawaySession);
+  }
 }
 
 /**
@@ -74,7 +98,11 @@ function routeOf(config: CoopConfig, name: string | undefined) {
  * const { policy } = await userSandbox(await loadConfig("coop.toml"), "bob");
  * ```
  */
-export async function userSandbox(config: CoopConfig, name?: string): Promise<UserSandbox> {
+export async function userSandbox(
+  config: CoopConfig,
+  name?: string,
+  options: UserSandboxOptions = {},
+): Promise<UserSandbox> {
   const route = routeOf(config, name);
   const principal = route.principal;
   const situation: Situation = {
@@ -122,16 +150,30 @@ export async function userSandbox(config: CoopConfig, name?: string): Promise<Us
   if (refusal) throw new UserSandboxError("run.sandbox_unavailable", refusal);
   // With their environment (overlay root, persist directories, [env]) exactly as their bash
   // tool's commands get it: the owner fixing Bob's environment fixes the one his agent uses.
-  const policy = sandboxPolicyForUser(config, { user: principal.name, settings, workspace });
-  const coopfile = settings.environment;
-  const agentCommand = coopfile === undefined
+  const coopfile = settings.environment === undefined
     ? undefined
-    : loadEnvironment(config.agent.stateDir, coopfile).coopfile.agent.command;
+    : loadEnvironment(config.agent.stateDir, settings.environment).coopfile;
+  // With a layer per session, a command belongs to one: the chat's given, else its own, which
+  // nothing else ever names and which is discarded once it is over.
+  const throwawaySession = options.session === undefined && coopfile?.session.upper === "session"
+    ? { channel: THROWAWAY_CHANNEL, id: `run-${newSessionId()}` }
+    : undefined;
+  const session = options.session ?? throwawaySession;
+  const policy = sandboxPolicyForUser(config, {
+    user: principal.name,
+    settings,
+    workspace,
+    ...(session
+      ? { session: { channel: session.channel, user: principal.name, session: session.id } }
+      : {}),
+  });
+  const agentCommand = coopfile?.agent.command;
   return {
     user: principal.name,
     workspace,
     policy,
     timeoutMs: settings.timeoutMs,
     ...(agentCommand && agentCommand.length > 0 ? { agentCommand } : {}),
+    ...(throwawaySession ? { throwawaySession } : {}),
   };
 }
