@@ -4,6 +4,7 @@
  * of the sandbox when their commands would run in it.
  * @module
  */
+import { PairedPeopleError } from "../gateway/paired_routing.ts";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
@@ -200,7 +201,8 @@ export async function runExplain(
       for (const d of error.diagnostics) deps.write(`error: ${formatDiagnostic(file, d)}\n`);
       return 1;
     }
-    if (error instanceof ExplainError) {
+    // An unknown name; paired people unreadable (a damaged state database): the reason.
+    if (error instanceof ExplainError || error instanceof PairedPeopleError) {
       deps.write(`error: ${error.message}\n`);
       return 1;
     }

@@ -170,3 +170,23 @@ Deno.test('explain: upper = "session" is shown for a placeholder session, leavin
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("explain: paired people that cannot be read stop it with the reason, no stack", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-explain-baddb-" });
+  try {
+    const config = join(dir, "coop.toml");
+    await Deno.writeTextFile(config, CONFIG);
+    await Deno.mkdir(join(dir, "state"));
+    await Deno.writeTextFile(join(dir, "state", "coop.db"), "not a database at all\n".repeat(200));
+    let out = "";
+    const code = await runExplain(["--channel", "telegram", "--sender", "5", "--config", config], {
+      probe: () => Promise.resolve({ available: false, detail: "fake probe" }),
+      write: (text) => out += text,
+    });
+    assertEquals(code, 1, out);
+    assertMatch(out, /^error: cannot read paired people from \S+coop\.db: /);
+    assertEquals(out.includes("    at "), false, out);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
