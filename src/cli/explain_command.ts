@@ -4,6 +4,7 @@
  * of the sandbox when their commands would run in it.
  * @module
  */
+import { PairedPeopleError } from "../gateway/paired_routing.ts";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
@@ -141,6 +142,13 @@ export function renderExplanation(report: ExplainReport): string {
   }
   if (sb.limitsError) lines.push(`  limits      CANNOT BE ENFORCED: ${sb.limitsError}`);
   if (sb.policyError) lines.push(`  policy      INVALID: ${sb.policyError}`);
+  if (sb.placeholderSession) {
+    lines.push(
+      `  session     [session] upper = "session": each chat session gets its own layer, ` +
+        `discarded when it ends (/clear); shown for a placeholder session ` +
+        `(${sb.placeholderSession}) — a real one's layer path and COOP_SESSION differ`,
+    );
+  }
   if (sb.mounts) {
     lines.push("  mounts");
     for (const m of sb.mounts) lines.push(`    ${pad(m.inside, 28)} ${pad(m.mode, 8)}${m.source}`);
@@ -193,7 +201,8 @@ export async function runExplain(
       for (const d of error.diagnostics) deps.write(`error: ${formatDiagnostic(file, d)}\n`);
       return 1;
     }
-    if (error instanceof ExplainError) {
+    // An unknown name; paired people unreadable (a damaged state database): the reason.
+    if (error instanceof ExplainError || error instanceof PairedPeopleError) {
       deps.write(`error: ${error.message}\n`);
       return 1;
     }

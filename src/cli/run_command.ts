@@ -1,14 +1,14 @@
 /**
- * `coop run [--config FILE] [--user NAME] [--timeout DURATION] [-- CMD [ARG...]]` (without a
- * command: the environment's `[agent] command`) and
- * `coop shell [--config FILE] [--user NAME]`: a program inside exactly the sandbox that
+ * `coop run [--config FILE] [--user NAME] [--session CHANNEL:ID] [--timeout DURATION] [-- CMD
+ * [ARG...]]` (without a command: the environment's `[agent] command`) and
+ * `coop shell [--config FILE] [--user NAME] [--session CHANNEL:ID]`: a program inside exactly the sandbox that
  * person's `bash` tool gets (`userSandbox`). With stdin a terminal it runs on a pty of its own
  * (terminal_session.ts); otherwise on pipes with the command's exit status, for scripts.
  * @module
  */
 import process from "node:process";
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config/config.ts";
+import { type CoopConfig, loadConfig } from "../config/config.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import {
   cgroupHostWithDelegation,
@@ -26,7 +26,9 @@ import {
 import { writeStderr } from "./stderr.ts";
 import { reportOutcome, runOnTerminal } from "./terminal_session.ts";
 import { scanAfterRun } from "./run_scan.ts";
-import { type UserSandbox, userSandbox } from "./user_sandbox.ts";
+import { endThrowawaySession, type UserSandbox, userSandbox } from "./user_sandbox.ts";
+import type { EnvironmentSession } from "../environments/environment_mounts.ts";
+import { isSessionId } from "../state/session_store.ts";
 import { CoopError } from "../errors/coop_error.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -46,23 +48,52 @@ function parse(args: string[], command: "run" | "shell") {
     options: {
       config: { type: "string" },
       user: { type: "string" },
+      session: { type: "string" },
       ...(command === "run" ? { timeout: { type: "string" as const } } : {}),
     },
     allowPositionals: command === "run",
     strict: true,
   });
-  return { values: values as { config?: string; user?: string; timeout?: string }, positionals };
+  return {
+    values: values as { config?: string; user?: string; session?: string; timeout?: string },
+    positionals,
+  };
+}
+
+/** `--session CHANNEL:ID` (as `coop sandbox ps` lists sessions, e.g. `telegram:tg4242`). */
+function parseSession(value: string | undefined): EnvironmentSession | undefined {
+  if (value === undefined) return undefined;
+  const colon = value.indexOf(":");
+  const channel = value.slice(0, colon);
+  const id = value.slice(colon + 1);
+  if (colon < 1 || !/^[a-z][a-z0-9_-]*$/.test(channel) || !isSessionId(id)) {
+    throw new UsageError(
+      `--session "${value}": expected CHANNEL:ID, e.g. telegram:tg4242 or http:Zq3… (the ` +
+        "channel, then the session id: 1-64 of A-Z a-z 0-9 _ -)",
+    );
+  }
+  return { channel, id };
 }
 
 /** Loads the config and the person's sandbox; prints why not and returns null on failure. */
-async function resolve(values: { config?: string; user?: string }): Promise<UserSandbox | null> {
+async function resolve(
+  values: { config?: string; user?: string; session?: string },
+): Promise<{ config: CoopConfig; sandbox: UserSandbox } | null> {
   const file = callerPath(values.config ?? DEFAULT_CONFIG_FILE);
+  const session = parseSession(values.session);
   try {
     const config = await loadConfig(file);
-    const sandbox = await userSandbox(config, values.user);
+    const sandbox = await userSandbox(config, values.user, session ? { session } : {});
+    if (sandbox.throwawaySession) {
+      writeStderr(
+        `coop: ${sandbox.user}'s environment keeps its upper layer per chat session; this ` +
+          "command gets a fresh layer of its own, discarded when it exits (--session " +
+          "CHANNEL:ID enters a chat session's layer)\n",
+      );
+    }
     // As the gateway does at start: cgroup limits for an unprivileged invoker need a scope.
     await cgroupHostWithDelegation();
-    return sandbox;
+    return { config, sandbox };
   } catch (error) {
     if (error instanceof ConfigError) {
       for (const d of error.diagnostics) writeStderr(`coop: ${formatDiagnostic(file, d)}\n`);
@@ -123,23 +154,32 @@ async function runIn(
 export async function runCommand(args: string[]): Promise<number> {
   const { values, positionals } = parse(args, "run");
   const timeoutMs = values.timeout === undefined ? undefined : parseTimeoutFlag(values.timeout);
-  const sandbox = await resolve(values);
-  if (!sandbox) return EXIT_SANDBOX_FAILED;
-  // No command: the agent CLI their environment's Coopfile names (`[agent] command`).
-  const argv = positionals.length > 0 ? positionals : sandbox.agentCommand;
-  if (!argv) {
-    throw new UsageError(
-      "run needs a command after -- (e.g. coop run --user bob -- ls /work), or an [agent] " +
-        `command in ${sandbox.user}'s environment's Coopfile`,
-    );
+  const resolved = await resolve(values);
+  if (!resolved) return EXIT_SANDBOX_FAILED;
+  const { config, sandbox } = resolved;
+  try {
+    // No command: the agent CLI their environment's Coopfile names (`[agent] command`).
+    const argv = positionals.length > 0 ? positionals : sandbox.agentCommand;
+    if (!argv) {
+      throw new UsageError(
+        "run needs a command after -- (e.g. coop run --user bob -- ls /work), or an [agent] " +
+          `command in ${sandbox.user}'s environment's Coopfile`,
+      );
+    }
+    return await runIn(sandbox, [...argv], timeoutMs);
+  } finally {
+    await endThrowawaySession(config, sandbox);
   }
-  return await runIn(sandbox, [...argv], timeoutMs);
 }
 
 /** `coop shell`: an interactive shell in the person's sandbox; its exit status is coop's. */
 export async function shellCommand(args: string[]): Promise<number> {
   const { values } = parse(args, "shell");
-  const sandbox = await resolve(values);
-  if (!sandbox) return EXIT_SANDBOX_FAILED;
-  return await runIn(sandbox, SHELL_ARGV, undefined);
+  const resolved = await resolve(values);
+  if (!resolved) return EXIT_SANDBOX_FAILED;
+  try {
+    return await runIn(resolved.sandbox, SHELL_ARGV, undefined);
+  } finally {
+    await endThrowawaySession(resolved.config, resolved.sandbox);
+  }
 }

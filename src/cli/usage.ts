@@ -10,10 +10,11 @@ export const USAGE = `Usage:
   coop memory rm ID [--config FILE]           the owner's view of every memory
   coop explain (--user NAME | --channel C --sender ID) [--channel C] [--group G] [--json]
                [--config FILE]                 what that person can do, and why
-  coop run     [--config FILE] [--user NAME] [--timeout DURATION] -- CMD [ARG...]
-                                               a program in that person's sandbox (a pty when
+  coop run     [--config FILE] [--user NAME] [--session CHANNEL:ID] [--timeout DURATION]
+               -- CMD [ARG...]                 a program in that person's sandbox (a pty when
                                                stdin is a terminal, else pipes)
-  coop shell   [--config FILE] [--user NAME]   an interactive shell in that person's sandbox
+  coop shell   [--config FILE] [--user NAME] [--session CHANNEL:ID]
+                                               an interactive shell in that person's sandbox
   coop setup apparmor [--runtime PATH] [--print]   (root) let Ubuntu's AppArmor allow the sandbox
   coop sandbox status [--json] [--config FILE]
   coop sandbox ps     [--json] [--config FILE]     live session sandboxes (lifetime = "session")

@@ -9,7 +9,8 @@
 import type { CoopConfig, UserConfig } from "../config/config.ts";
 import { WORKSPACE_DIR_MODE } from "../config/check_workspace_access.ts";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
-import { routeSender, routeUser } from "../gateway/router.ts";
+import { routeUser } from "../gateway/router.ts";
+import { personNamed, readPairedUsers, routeWithPaired } from "../gateway/paired_routing.ts";
 import type { SandboxPolicyInput } from "../sandbox/mod.ts";
 import { isInside } from "../sandbox/path_containment.ts";
 import { decide, type Situation } from "../trust/authorization.ts";
@@ -18,6 +19,12 @@ import { sandboxPolicyForUser, selfTestGate } from "../tools/sandbox_placement.t
 import { loadEnvironment } from "../environments/environment_state.ts";
 import { ToolExecutor } from "../tools/tool_executor.ts";
 import { TERMINAL_SENDER } from "./chat_command.ts";
+import type { EnvironmentSession } from "../environments/environment_mounts.ts";
+import { endEnvironmentSession } from "../gateway/environment_sessions.ts";
+import { newSessionId } from "../state/session_store.ts";
+
+/** The channel of `coop run`'s and `coop shell`'s own throwaway sessions. */
+const THROWAWAY_CHANNEL = "terminal";
 
 /** Why a person's sandbox cannot be used (unknown user, the owner, commands not allowed…). */
 export class UserSandboxError extends CoopError {
@@ -39,19 +46,42 @@ export interface UserSandbox {
   timeoutMs: number;
   /** Their environment's `[agent] command`: what `coop run` starts when given no command. */
   agentCommand?: readonly string[];
+  /**
+   * Set when their environment keeps its upper layer per session and no `--session` was given:
+   * this run's throwaway session, whose layer `endThrowawaySession` discards afterwards.
+   */
+  throwawaySession?: EnvironmentSession;
 }
 
-/** The configured person `name`, or the terminal's user when `name` is undefined. */
-function routeOf(config: CoopConfig, name: string | undefined) {
-  if (name === undefined) {
-    return routeSender(config, { channel: "terminal", sender: TERMINAL_SENDER });
+/** What to enter besides the person: a chat session's layer (`--session CHANNEL:ID`). */
+export interface UserSandboxOptions {
+  /** The chat session whose `upper = "session"` layer (and `COOP_SESSION`) the command gets. */
+  session?: EnvironmentSession;
+}
+
+/** Discards the layer of `sandbox`'s throwaway session, if it has one (after the command ran). */
+export async function endThrowawaySession(config: CoopConfig, sandbox: UserSandbox): Promise<void> {
+  if (sandbox.throwawaySession) {
+    await endEnvironmentSession(config, sandbox.user, sandbox.throwawaySession);
   }
-  const user: UserConfig | undefined = config.users.find((u) => u.name === name);
+}
+
+/**
+ * The person `name` (configured, else paired — as the gateway routes them), or the terminal's
+ * user when `name` is undefined.
+ */
+function routeOf(config: CoopConfig, name: string | undefined) {
+  const paired = readPairedUsers(config);
+  if (name === undefined) {
+    return routeWithPaired(config, { channel: "terminal", sender: TERMINAL_SENDER }, paired);
+  }
+  const user: UserConfig | undefined = personNamed(config, name, paired);
   if (!user) {
-    const names = config.users.map((u) => u.name).join(", ") || "none";
+    const names = [...config.users, ...paired].map((u) => u.name).join(", ") || "none";
     throw new UserSandboxError(
       "run.unknown_user",
-      `no [[users]] entry is named "${name}" in ${config.file} (configured: ${names})`,
+      `no [[users]] entry in ${config.file} nor paired person is named "${name}" ` +
+        `(known: ${names})`,
     );
   }
   return routeUser(user);
@@ -68,7 +98,11 @@ function routeOf(config: CoopConfig, name: string | undefined) {
  * const { policy } = await userSandbox(await loadConfig("coop.toml"), "bob");
  * ```
  */
-export async function userSandbox(config: CoopConfig, name?: string): Promise<UserSandbox> {
+export async function userSandbox(
+  config: CoopConfig,
+  name?: string,
+  options: UserSandboxOptions = {},
+): Promise<UserSandbox> {
   const route = routeOf(config, name);
   const principal = route.principal;
   const situation: Situation = {
@@ -116,16 +150,30 @@ export async function userSandbox(config: CoopConfig, name?: string): Promise<Us
   if (refusal) throw new UserSandboxError("run.sandbox_unavailable", refusal);
   // With their environment (overlay root, persist directories, [env]) exactly as their bash
   // tool's commands get it: the owner fixing Bob's environment fixes the one his agent uses.
-  const policy = sandboxPolicyForUser(config, { user: principal.name, settings, workspace });
-  const coopfile = settings.environment;
-  const agentCommand = coopfile === undefined
+  const coopfile = settings.environment === undefined
     ? undefined
-    : loadEnvironment(config.agent.stateDir, coopfile).coopfile.agent.command;
+    : loadEnvironment(config.agent.stateDir, settings.environment).coopfile;
+  // With a layer per session, a command belongs to one: the chat's given, else its own, which
+  // nothing else ever names and which is discarded once it is over.
+  const throwawaySession = options.session === undefined && coopfile?.session.upper === "session"
+    ? { channel: THROWAWAY_CHANNEL, id: `run-${newSessionId()}` }
+    : undefined;
+  const session = options.session ?? throwawaySession;
+  const policy = sandboxPolicyForUser(config, {
+    user: principal.name,
+    settings,
+    workspace,
+    ...(session
+      ? { session: { channel: session.channel, user: principal.name, session: session.id } }
+      : {}),
+  });
+  const agentCommand = coopfile?.agent.command;
   return {
     user: principal.name,
     workspace,
     policy,
     timeoutMs: settings.timeoutMs,
     ...(agentCommand && agentCommand.length > 0 ? { agentCommand } : {}),
+    ...(throwawaySession ? { throwawaySession } : {}),
   };
 }

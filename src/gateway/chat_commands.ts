@@ -1,6 +1,6 @@
 /**
  * Commands the gateway answers itself, without a model call: `/status` (who you are; for the
- * owner also who else is known), `/approve CODE [--name NAME] [--trust LEVEL]` and `/deny CODE`
+ * owner also who else is known), `/clear` (ends this chat's session: `session_clear.ts`), `/approve CODE [--name NAME] [--trust LEVEL]` and `/deny CODE`
  * (the owner deciding pairing requests from a chat). Whether one may is `authorize()`'s call.
  * @module
  */
@@ -17,6 +17,7 @@ import type { IncomingMessage } from "./turn_handler.ts";
 /** A command the gateway answers itself. */
 export type ChatCommand =
   | { name: "status" }
+  | { name: "clear" }
   | { name: "approve"; code: string; personName?: string; trust?: string }
   | { name: "deny"; code: string }
   | { name: "mistake"; usage: string; problem: string };
@@ -30,6 +31,7 @@ export function parseChatCommand(text: string): ChatCommand | null {
   // Telegram appends the bot's name in groups: `/status@coop_bot`.
   const name = word.replace(/@\S*$/, "");
   if (name === "/status" && args.length === 0) return { name: "status" };
+  if (name === "/clear" && args.length === 0) return { name: "clear" };
   if (name !== "/approve" && name !== "/deny") return null;
   const usage = name === "/approve" ? APPROVE_USAGE : DENY_USAGE;
   try {
@@ -70,8 +72,14 @@ export interface ChatCommandContext {
   now?: number;
 }
 
-/** Answers `command` (as the reply to send); never calls the model. */
-export function runChatCommand(command: ChatCommand, context: ChatCommandContext): string {
+/**
+ * Answers `command` (as the reply to send); never calls the model. `/clear` is not answered
+ * here: ending a session is the gateway's (`Gateway.handle`, `session_clear.ts`).
+ */
+export function runChatCommand(
+  command: Exclude<ChatCommand, { name: "clear" }>,
+  context: ChatCommandContext,
+): string {
   if (command.name === "mistake") return `usage: ${command.usage} (${command.problem})`;
   if (command.name === "status") return statusText(context);
   const now = context.now ?? Date.now();

@@ -17,14 +17,8 @@ import {
 import { offeredToolNames } from "../tools/tool_executor.ts";
 import { explainSandbox, type SandboxExplanation } from "./explain_sandbox.ts";
 import { EXPLAIN_SECTIONS, type ExplainContext } from "./explain_sections.ts";
-import {
-  chatCeiling,
-  DEFAULT_GROUP_CEILING,
-  matchGroup,
-  type Route,
-  routeSender,
-  routeUser,
-} from "./router.ts";
+import { chatCeiling, DEFAULT_GROUP_CEILING, matchGroup, type Route, routeUser } from "./router.ts";
+import { personNamed, readPairedUsers, routeWithPaired } from "./paired_routing.ts";
 import { groupDirectoryName } from "../config/group_directories.ts";
 
 /** Who to explain: a configured user by name, or a sender as a channel reports them. */
@@ -111,25 +105,27 @@ interface ResolvedIdentity {
 
 function resolveIdentity(config: CoopConfig, identity: ExplainIdentity): ResolvedIdentity {
   const notes: string[] = [];
+  // The people paired so far are routed as the gateway routes them (`routeWithPaired`).
+  const paired = readPairedUsers(config);
   if ("sender" in identity) {
     const origin = { channel: identity.channel, sender: identity.sender, group: identity.group };
-    const route = routeSender(config, origin);
+    const route = routeWithPaired(config, origin, paired);
     return { route, channel: identity.channel, sender: identity.sender, named: false, notes };
   }
-  const user = config.users.find((u) => u.name === identity.user);
+  const user = personNamed(config, identity.user, paired);
   if (!user) {
-    const names = config.users.map((u) => u.name).join(", ") || "none";
+    const names = [...config.users, ...paired].map((u) => u.name).join(", ") || "none";
     throw new ExplainError(
       "explain.unknown_user",
-      `no [[users]] entry is named "${identity.user}" (configured: ${names}); ` +
-        "for someone not configured, give --channel and --sender",
+      `no [[users]] entry nor paired person is named "${identity.user}" (known: ${names}); ` +
+        "for someone not known, give --channel and --sender",
     );
   }
   const channel = identity.channel ?? user.match[0]?.split(":")[0] ?? "terminal";
   const sender = exactSender(user, channel);
   if (sender !== undefined) {
     // Exactly as a message from that address is routed.
-    const route = routeSender(config, { channel, sender, group: identity.group });
+    const route = routeWithPaired(config, { channel, sender, group: identity.group }, paired);
     if (route.user?.name === user.name) return { route, sender, channel, named: false, notes };
     notes.push(
       `a message from ${channel}:${sender} is routed to "${route.principal.name}", ` +
@@ -203,6 +199,8 @@ export async function explainAccess(
     group,
     groupConfig,
     effectiveTrust: trust,
+    route,
+    sender: resolved.sender,
   };
   const sections: Record<string, unknown> = {};
   const sectionLines: Record<string, string[]> = {};

@@ -22,6 +22,9 @@ import { decide, type Principal, type Situation } from "../trust/authorization.t
 import { scopeFor } from "../tools/path_scope.ts";
 import { sandboxPolicyForUser } from "../tools/sandbox_placement.ts";
 import { ToolExecutor } from "../tools/tool_executor.ts";
+import { loadEnvironment } from "../environments/environment_state.ts";
+import { sessionUpper } from "../environments/environment_mounts.ts";
+import { rmdirSync } from "node:fs";
 
 /** One mount of the sandbox's root, as `coop explain` lists it. */
 export interface ExplainedMount {
@@ -64,9 +67,21 @@ export interface SandboxExplanation {
   limits?: AppliedLimits;
   /** Why no path can enforce a requested limit here (the sandbox would refuse to start). */
   limitsError?: string;
+  /**
+   * Set when the environment keeps its upper layer per chat session (`[session] upper =
+   * "session"`): the policy is shown for this placeholder session, whose layer path and
+   * `COOP_SESSION` stand for any real session's.
+   */
+  placeholderSession?: string;
 }
 
-function mountsOf(policy: SandboxPolicyInput): ExplainedMount[] {
+/**
+ * The session `coop explain` shows an `upper = "session"` environment with: not a valid session
+ * id (no channel produces one), so it never names a real session's layer.
+ */
+export const PLACEHOLDER_SESSION = "(any-session)";
+
+function mountsOf(policy: SandboxPolicyInput, perSession: boolean): ExplainedMount[] {
   const resolved = resolvePolicy(policy);
   const mounts: ExplainedMount[] = [
     { inside: "/", source: "tmpfs (empty root)", mode: "ro" },
@@ -85,7 +100,9 @@ function mountsOf(policy: SandboxPolicyInput): ExplainedMount[] {
       : `${rootfs.lower} (read-only)`;
     mounts.push({
       inside: "/usr, /etc, /var …",
-      source: `overlay: ${rootfs.upper} (their own layer, kept) over ${lower}`,
+      source: `overlay: ${rootfs.upper} (${
+        perSession ? "the session's own layer, discarded when it ends" : "their own layer, kept"
+      }) over ${lower}`,
       mode: "rw",
     });
     for (const bind of resolved.persist) {
@@ -142,16 +159,36 @@ export function explainSandbox(
   // Only commands run in the sandbox; file tools run in the gateway, confined to the workspace.
   if (commandsRun !== "sandbox") return out;
   let policy: SandboxPolicyInput;
+  let placeholderDir: string | undefined;
   try {
+    // A turn's commands belong to its session; with layers per session, explain shows one.
+    const environment = settings.environment === undefined
+      ? undefined
+      : loadEnvironment(config.agent.stateDir, settings.environment);
+    const perSession = environment?.coopfile.session.upper === "session";
+    const session = {
+      channel: situation.channel,
+      user: principal.name,
+      session: PLACEHOLDER_SESSION,
+    };
+    if (environment && perSession) {
+      const id = { channel: session.channel, id: PLACEHOLDER_SESSION };
+      placeholderDir = sessionUpper(environment.paths, principal.name, id).dir;
+    }
     policy = sandboxPolicyForUser(config, {
       user: principal.name,
       settings,
       workspace: scope.hostRoot,
+      ...(perSession ? { session } : {}),
     });
+    if (perSession) out.placeholderSession = PLACEHOLDER_SESSION;
   } catch (error) {
     // Their environment cannot be used (base not built, Coopfile invalid): every command fails.
     out.policyError = errorMessage(error);
     return out;
+  } finally {
+    // Building the policy made the placeholder's (empty) session directory: nothing stays.
+    if (placeholderDir) removeEmptyDir(placeholderDir);
   }
   out.policy = policy;
   out.network = {
@@ -168,7 +205,7 @@ export function explainSandbox(
     hostVariables: [...HOST_ENV_ALLOWLIST, ...settings.envPassthrough],
   };
   try {
-    out.mounts = mountsOf(policy);
+    out.mounts = mountsOf(policy, out.placeholderSession !== undefined);
     out.limits = planLimits(resolvePolicy(policy), cgroupHost()).applied;
   } catch (error) {
     const message = errorMessage(error);
@@ -176,6 +213,15 @@ export function explainSandbox(
     else out.limitsError = message;
   }
   return out;
+}
+
+/** Removes `dir` if it exists and is empty; anything else leaves it. */
+function removeEmptyDir(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // Absent, or not empty (then it is not ours to remove).
+  }
 }
 
 function resolvePolicyOrNull(policy: SandboxPolicyInput) {

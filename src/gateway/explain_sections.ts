@@ -8,6 +8,8 @@ import type { CoopConfig, UserConfig } from "../config/config.ts";
 import type { Principal } from "../trust/authorization.ts";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import type { GroupConfig } from "../config/config.ts";
+import type { Route } from "./router.ts";
+import { BUDGET_SECTION } from "./explain_budget.ts";
 
 /** What a section is told about the person being explained. */
 export interface ExplainContext {
@@ -25,6 +27,10 @@ export interface ExplainContext {
   groupConfig?: GroupConfig;
   /** The effective trust of a fresh turn. */
   effectiveTrust: TrustLevel;
+  /** The route a turn takes (what `BudgetGate.scopesFor` reads). */
+  route: Route;
+  /** The sender on the channel, when known (an unknown sender's usage is counted per sender). */
+  sender: string | null;
 }
 
 /** One section's contribution. */
@@ -48,4 +54,4 @@ export interface ExplainSection {
  * here (budgets configured for the user and group, and usage so far from the state
  * database): one import and one entry.
  */
-export const EXPLAIN_SECTIONS: ExplainSection[] = [];
+export const EXPLAIN_SECTIONS: ExplainSection[] = [BUDGET_SECTION];

@@ -27,6 +27,7 @@ import { PairingStore } from "../state/pairing_store.ts";
 import { PairingGate } from "./pairing_gate.ts";
 import { pairedUsers } from "./pairing_approval.ts";
 import { runChatCommand } from "./chat_commands.ts";
+import { clearedReply, clearTarget, endSession } from "./session_clear.ts";
 import { planMessage } from "./message_plan.ts";
 import { keepAsContext } from "./group_chat.ts";
 import { SessionQueue } from "./session_queue.ts";
@@ -187,7 +188,7 @@ export class Gateway {
 
   /**
    * The channels' turn handler: routes the sender; an unknown one in a direct messenger chat is
-   * paired instead; `/status`, `/approve` and `/deny` are answered here; a group message that
+   * paired instead; `/status`, `/approve`, `/deny` and `/clear` are answered here; a group message that
    * does not address the agent is kept as context (silent); everything else is a turn.
    */
   handle = async (message: IncomingMessage): Promise<TurnOutcome> => {
@@ -196,9 +197,11 @@ export class Gateway {
     if (this.#pairingGate.applies(route, message)) return this.#pairingGate.answer(message);
     const plan = planMessage(message, route);
     if (plan.kind === "command") {
+      const command = plan.command;
+      if (command.name === "clear") return await this.#clear(message, route);
       const known = { config: this.config, pairing: this.pairing, leaks: this.leaks.status() };
       return {
-        reply: runChatCommand(plan.command, { route, message, ...known }),
+        reply: runChatCommand(command, { route, message, ...known }),
         session: "",
         tools: [],
       };
@@ -257,16 +260,33 @@ export class Gateway {
     return { reply: outcome.reply, session: outcome.session };
   };
 
-  /** Forgets a session (`/clear`). */
+  /** Forgets a session (`/clear` in `coop chat`). */
   clearSession(channel: string, sender: string, session: string): boolean {
     const route = this.route(channel, sender);
     const user = sessionOwner(route, { channel, sender });
-    const cleared = this.sessions.clear({ channel, user, session });
-    // The live sandbox goes first: a session upper is removed only once nothing mounts it.
-    void this.sessionSandboxes.stop({ channel, user, session }).finally(() =>
-      endEnvironmentSession(this.config, route.principal.name, { channel, id: session })
-    );
+    const key = { channel, user, session };
+    const cleared = this.sessions.clear(key);
+    const environmentSession = { channel, id: session };
+    void endSession(this.config, this.sessionSandboxes, {
+      key,
+      environmentSession,
+      people: [route.principal.name],
+    });
     return cleared;
+  }
+
+  /** `/clear` from a channel: after the session's turn in progress, the session ends. */
+  async #clear(message: IncomingMessage, route: Route): Promise<TurnOutcome> {
+    const known = [...this.config.users, ...pairedUsers(this.pairing, this.config.users)];
+    const names = known.map((u) => u.name);
+    const target = clearTarget(message, route, this.config.sandbox.enabled, names);
+    if ("refusal" in target) return { reply: target.refusal, session: "", tools: [] };
+    const cleared = await this.#sessions.after(target.key, async () => {
+      const had = this.sessions.clear(target.key);
+      await endSession(this.config, this.sessionSandboxes, target);
+      return had;
+    });
+    return { reply: clearedReply(cleared), session: "", tools: [] };
   }
 
   /** Cancels every turn in flight (killing their sandboxes) and waits for them to end. */

@@ -159,5 +159,13 @@ export function pairedUser(person: PairedPerson): UserConfig {
  * left out: they would share that user's sessions and workspace (`coop check` warns about it).
  */
 export function pairedUsers(store: PairingStore, users: readonly UserConfig[]): UserConfig[] {
-  return store.people().filter((p) => !users.some((u) => u.name === p.name)).map(pairedUser);
+  return pairedAsUsers(store.people(), users);
+}
+
+/** `people` as users for the router, less those whose name a configured user has taken. */
+export function pairedAsUsers(
+  people: readonly PairedPerson[],
+  users: readonly UserConfig[],
+): UserConfig[] {
+  return people.filter((p) => !users.some((u) => u.name === p.name)).map(pairedUser);
 }

@@ -40,7 +40,8 @@ export interface UsageReport {
   groups: UsageLine[];
 }
 
-function usedBy(usage: UsageStore, subject: UsageSubject): WindowUsage {
+/** What `subject` used in each budget key's window (CPU seconds to the millisecond). */
+export function usedBy(usage: UsageStore, subject: UsageSubject): WindowUsage {
   const out = {} as WindowUsage;
   for (const kind of BUDGET_KINDS) {
     const totals = usage.totals(subject, kind.windowMs);

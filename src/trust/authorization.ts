@@ -59,7 +59,9 @@ export type Action =
   | { kind: "config_change"; section: ConfigSection }
   | { kind: "cron_create" }
   /** Deciding pairing requests and seeing who is paired (`/approve`, `/deny`, `/status`). */
-  | { kind: "pairing"; op: "approve" | "deny" | "list" };
+  | { kind: "pairing"; op: "approve" | "deny" | "list" }
+  /** Ending a chat session (`/clear`): one's own, or a group chat's that its members share. */
+  | { kind: "session_clear"; shared: boolean };
 
 /**
  * A stored memory as `memory_read`/`memory_forget` decide about it. `person` names whose
@@ -222,6 +224,13 @@ export function decide(principal: Principal, situation: Situation, action: Actio
       return trust === "owner"
         ? allow("pairing.owner_only", trust)
         : deny("pairing.owner_only", trust);
+    case "session_clear":
+      // One's own session is one's own to end. A group's history and sandbox belong to all its
+      // members: a stranger there (public) must not be able to wipe them.
+      if (!action.shared) return allow("session.clear.own", trust);
+      return atLeast(trust, "familiar")
+        ? allow("session.clear.group_member", trust)
+        : deny("session.clear.group_needs_familiar", trust);
   }
 }
 

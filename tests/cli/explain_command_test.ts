@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { assertEquals, assertMatch } from "../assert.ts";
 import { runExplain } from "../../src/cli/explain_command.ts";
 import { writeBuiltManifest } from "../environments/environment_fixture.ts";
+import { environmentPaths } from "../../src/environments/environment_layout.ts";
 
 const CONFIG = `
 [agent]
@@ -54,7 +55,7 @@ Deno.test("explain: usage mistakes exit 2 with the usage line", async () => {
 Deno.test("explain: an unknown user name exits 1 naming the configured users", async () => {
   const r = await run(["--user", "zed"]);
   assertEquals(r.code, 1);
-  assertMatch(r.out, /no \[\[users\]\] entry is named "zed" \(configured: alice, dave\)/);
+  assertMatch(r.out, /nor paired person is named "zed" \(known: alice, dave\)/);
 });
 
 Deno.test("explain: the owner in a group (negative id) is sandboxed at the group's ceiling", async () => {
@@ -128,6 +129,63 @@ Deno.test("explain: a person with an environment sees its overlay root, or why i
     );
     assertMatch(built.out, /\/root\/\.cache +rw +\S+\/persist\/dave\/0/);
     assertEquals(/\/usr +ro +\/usr/.test(built.out), false, "not the plain host /usr root");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test('explain: upper = "session" is shown for a placeholder session, leaving nothing', async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-explain-session-" });
+  try {
+    const config = join(dir, "coop.toml");
+    await Deno.writeTextFile(
+      config,
+      CONFIG.replace(
+        'state_dir = "state"\n',
+        'state_dir = "state"\n[sandbox]\nenvironment = "Coopfile"\n',
+      ),
+    );
+    const coopfile = join(dir, "Coopfile");
+    await Deno.writeTextFile(coopfile, '[base]\nimage = "host"\n[session]\nupper = "session"\n');
+    writeBuiltManifest(join(dir, "state"), coopfile);
+    let out = "";
+    const code = await runExplain(["--user", "dave", "--config", config], {
+      probe: () => Promise.resolve({ available: false, detail: "fake probe" }),
+      write: (text) => out += text,
+    });
+    assertEquals(code, 0, out);
+    assertEquals(/INVALID/.test(out), false, out);
+    assertMatch(
+      out,
+      /session +\[session\] upper = "session": .*placeholder session \(\(any-session\)\)/,
+    );
+    assertMatch(out, /overlay: \S+\/uppers\/dave\/sessions\/\w+\/upper \(the session's own layer/);
+    // The placeholder's layer directory was not left behind.
+    const sessions = join(
+      environmentPaths(join(dir, "state"), coopfile).root,
+      "uppers/dave/sessions",
+    );
+    assertEquals([...Deno.readDirSync(sessions)], []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("explain: paired people that cannot be read stop it with the reason, no stack", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-explain-baddb-" });
+  try {
+    const config = join(dir, "coop.toml");
+    await Deno.writeTextFile(config, CONFIG);
+    await Deno.mkdir(join(dir, "state"));
+    await Deno.writeTextFile(join(dir, "state", "coop.db"), "not a database at all\n".repeat(200));
+    let out = "";
+    const code = await runExplain(["--channel", "telegram", "--sender", "5", "--config", config], {
+      probe: () => Promise.resolve({ available: false, detail: "fake probe" }),
+      write: (text) => out += text,
+    });
+    assertEquals(code, 1, out);
+    assertMatch(out, /^error: cannot read paired people from \S+coop\.db: /);
+    assertEquals(out.includes("    at "), false, out);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

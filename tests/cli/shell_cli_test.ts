@@ -9,7 +9,12 @@ import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { existsSync } from "node:fs";
 import { sandboxTest, until } from "../sandbox/harness.ts";
-import { buildTestBase } from "../environments/environment_fixture.ts";
+import { pairPerson } from "../fixtures/paired_person.ts";
+import { buildTestBase, writeBuiltManifest } from "../environments/environment_fixture.ts";
+import { environmentPaths } from "../../src/environments/environment_layout.ts";
+import { sessionUpper } from "../../src/environments/environment_mounts.ts";
+import { resetUser } from "../../src/environments/environment_lifecycle.ts";
+import { upperLocker } from "../../src/environments/layer_removal.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const HAS_SCRIPT = (() => {
@@ -310,10 +315,33 @@ Deno.test("coop shell refuses the owner, and an unknown user, with 125 and the r
     assertMatch(owner.stderr, /has trust owner: the owner's commands run on the host/);
     const unknown = await coopPiped(dir, ["run", "--user", "zed", "--", "true"], "");
     assertEquals(unknown.code, 125);
-    assertMatch(unknown.stderr, /no \[\[users\]\] entry is named "zed" .*\(configured: bob\)/);
+    assertMatch(unknown.stderr, /nor paired person is named "zed" \(known: bob\)/);
     const usage = await coopPiped(dir, ["run", "--user", "bob"], "");
     assertEquals(usage.code, 2);
     assertMatch(usage.stderr, /run needs a command after --/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+sandboxTest("coop run --user accepts a paired person: their sandbox, their workspace", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "coop-run-paired-" });
+  try {
+    await Deno.writeTextFile(join(dir, "coop.toml"), CONFIG);
+    pairPerson(join(dir, "state"), {
+      channel: "telegram",
+      sender: "777",
+      name: "erin",
+      trust: "inner",
+    });
+    const r = await coopPiped(
+      dir,
+      ["run", "--user", "erin", "--", "sh", "-c", "echo x > f; id -u"],
+      "",
+    );
+    assertEquals(r.code, 0, r.stderr);
+    // Erin's own directory of the workspace is /work, as her bash tool's is.
+    assertEquals(await Deno.readTextFile(join(dir, "ws", "erin", "f")), "x\n");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -372,6 +400,65 @@ sandboxTest(
       assertEquals(agent.code, 0, agent.stderr);
       assertEquals(agent.stdout, "agent-started\n");
     } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+);
+
+sandboxTest(
+  'coop run with upper = "session": a throwaway layer by default, a chat\'s with --session',
+  async () => {
+    const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-run-session-" }));
+    // The sandbox's root (a dedicated uid when root runs the tests) must reach what it mounts.
+    await Deno.chmod(dir, 0o755);
+    const stateDir = join(dir, "state");
+    try {
+      await Deno.writeTextFile(
+        join(dir, "coop.toml"),
+        CONFIG.replace(
+          'state_dir = "state"\n',
+          'state_dir = "state"\n[sandbox]\nenvironment = "Coopfile"\n',
+        ),
+      );
+      const coopfile = join(dir, "Coopfile");
+      await Deno.writeTextFile(coopfile, '[base]\nimage = "host"\n[session]\nupper = "session"\n');
+      writeBuiltManifest(stateDir, coopfile);
+      const paths = environmentPaths(stateDir, coopfile);
+      const write = "mkdir -p /usr/local && echo mine > /usr/local/note && echo $COOP_SESSION";
+      const read = "cat /usr/local/note 2>&1; true";
+
+      // Without --session: a fresh layer of its own, said so, and gone once it exits.
+      const own = await coopPiped(dir, ["run", "--user", "bob", "--", "sh", "-c", write], "");
+      assertEquals(own.code, 0, own.stderr);
+      assertMatch(own.stdout, /^run-[\w-]+\n$/);
+      assertMatch(own.stderr, /a fresh layer of its own, discarded when it exits/);
+      assertEquals([...Deno.readDirSync(join(paths.root, "uppers/bob/sessions"))], []);
+
+      // --session CHANNEL:ID: that chat session's layer, kept for the chat (as its turns get it).
+      const chat = ["run", "--user", "bob", "--session", "telegram:tg4242", "--"];
+      const inChat = await coopPiped(dir, [...chat, "sh", "-c", write], "");
+      assertEquals(inChat.code, 0, inChat.stderr);
+      assertEquals(inChat.stdout, "tg4242\n");
+      const layer = sessionUpper(paths, "bob", { channel: "telegram", id: "tg4242" });
+      assert(existsSync(join(layer.upper, "usr/local/note")), "written to the chat's layer");
+      const again = await coopPiped(dir, [...chat, "sh", "-c", read], "");
+      assertEquals(again.stdout, "mine\n", "the chat's layer is kept");
+      const other = await coopPiped(dir, ["run", "--user", "bob", "--", "sh", "-c", read], "");
+      assertMatch(other.stdout, /No such file or directory/, "another session does not see it");
+
+      const bad = await coopPiped(dir, [
+        "run",
+        "--user",
+        "bob",
+        "--session",
+        "tg4242",
+        "--",
+        "true",
+      ], "");
+      assertEquals(bad.code, 2);
+      assertMatch(bad.stderr, /--session "tg4242": expected CHANNEL:ID/);
+    } finally {
+      resetUser(stateDir, "bob", true, await upperLocker());
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },

@@ -1,6 +1,7 @@
 /**
  * `coop explain` against what a real turn then does: for the owner in a direct chat and in a
- * group, Bob (full), Carol (familiar) and an unknown sender, the report's tools are exactly the
+ * group, Bob (full), Carol (familiar), an unknown sender and a person paired with `coop
+ * pairing approve` (by address and by name), the report's tools are exactly the
  * ones the model server was offered, its trust the one the system prompt names, its memory
  * stores the ones `memory_search` searched, and its sandbox policy and limits exactly what the
  * real sandbox was given and reported (run as root and unprivileged).
@@ -16,6 +17,8 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
+import { pairPerson } from "../fixtures/paired_person.ts";
+import type { TrustLevel } from "../../src/trust/trust_level.ts";
 
 const format = ANTHROPIC;
 
@@ -65,7 +68,11 @@ interface Case {
   label: string;
   explain: string[];
   message: Omit<IncomingMessage, "text">;
+  /** A person paired (`coop pairing approve`) before explain and the turn run. */
+  paired?: { channel: string; sender: string; name: string; trust: TrustLevel };
 }
+
+const ERIN = { channel: "telegram", sender: "777", name: "erin", trust: "inner" } as const;
 
 const CASES: Case[] = [
   {
@@ -94,6 +101,18 @@ const CASES: Case[] = [
     explain: ["--channel", "http", "--sender", "zed"],
     message: { channel: "http", sender: "zed" },
   },
+  {
+    label: "a paired person by address",
+    explain: ["--channel", "telegram", "--sender", "777"],
+    message: { channel: "telegram", sender: "777" },
+    paired: ERIN,
+  },
+  {
+    label: "a paired person by name",
+    explain: ["--user", "erin"],
+    message: { channel: "telegram", sender: "777" },
+    paired: ERIN,
+  },
 ];
 
 async function explain(file: string, args: string[]): Promise<ExplainReport> {
@@ -121,7 +140,12 @@ for (const c of CASES) {
         const file = join(base, "coop.toml");
         const text = configText(server.url);
         await Deno.writeTextFile(file, text);
+        if (c.paired) pairPerson(join(base, "state"), c.paired);
         const report = await explain(file, c.explain);
+        if (c.paired) {
+          assertEquals(report.identity.principal, c.paired.name, "the paired person, not public");
+          assertEquals(report.trust.effective, c.paired.trust);
+        }
 
         const sandboxed: Array<{ policy: SandboxPolicyInput; result: ExecResult }> = [];
         const host: string[] = [];

@@ -1,0 +1,98 @@
+/**
+ * `/clear` from a messenger chat ends what `[session] upper = "session"` kept for that chat (as
+ * root and unprivileged, the real sandbox over a `host` environment): bob's write under `/usr` in
+ * his Telegram direct chat (session `tg<chat>`) lives in that session's layer; his `/clear` there
+ * deletes the layer (and the history), and the next command of the chat no longer sees the file.
+ * In a group, a member's `/clear` discards the group session's layer the same way.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { ANTHROPIC as format } from "../agent/wire_formats.ts";
+import { withScriptedServer } from "../agent/scripted_server.ts";
+import { coopToml } from "../e2e/coop_toml.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { Gateway } from "../../src/gateway/gateway.ts";
+import { GROUP_SESSION_ID } from "../../src/gateway/group_chat.ts";
+import { environmentPaths } from "../../src/environments/environment_layout.ts";
+import { sessionUpper } from "../../src/environments/environment_mounts.ts";
+import { resetUser } from "../../src/environments/environment_lifecycle.ts";
+import { upperLocker } from "../../src/environments/layer_removal.ts";
+import { sandboxTest } from "../sandbox/harness.ts";
+import { writeBuiltManifest } from "../environments/environment_fixture.ts";
+
+const WRITE = "mkdir -p /usr/local && echo mine > /usr/local/note && echo wrote";
+const READ = "cat /usr/local/note 2>&1; true";
+
+sandboxTest("/clear in a messenger chat discards that session's upper layer", async () => {
+  const script = [
+    format.toolCall("c1", "bash", [JSON.stringify({ command: WRITE })]),
+    format.text(["wrote it"]),
+    format.toolCall("c2", "bash", [JSON.stringify({ command: READ })]),
+    format.text(["read it"]),
+    format.toolCall("c3", "bash", [JSON.stringify({ command: WRITE })]),
+    format.text(["group wrote it"]),
+  ];
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-clear-layers-" }));
+  // The sandbox's root (a dedicated uid when root runs the tests) must reach what it mounts.
+  await Deno.chmod(dir, 0o755);
+  try {
+    await withScriptedServer(script, async (server) => {
+      const text = coopToml({
+        kind: "anthropic",
+        baseUrl: server.url,
+        extra: '\n[sandbox]\nenvironment = "Coopfile"\n' +
+          '[[groups]]\nname = "family"\nmatch = ["telegram:-100"]\ntrust = "inner"\n',
+      }).replace('match = ["http:bob"]', 'match = ["http:bob", "telegram:4242"]')
+        .replaceAll("{{dir}}", dir);
+      const file = join(dir, "coop.toml");
+      await Deno.writeTextFile(file, text);
+      const coopfile = join(dir, "Coopfile");
+      await Deno.writeTextFile(coopfile, '[base]\nimage = "host"\n[session]\nupper = "session"\n');
+      const config = parseConfig(text, file, dir);
+      writeBuiltManifest(config.agent.stateDir, coopfile);
+      const paths = environmentPaths(config.agent.stateDir, coopfile);
+      const gateway = Gateway.open(config, { executor: { env: { PATH: "/usr/bin:/bin" } } });
+      try {
+        // As the Telegram channel hands a direct message to the gateway.
+        const bob = { channel: "telegram", sender: "4242", session: "tg4242" };
+        const layer = sessionUpper(paths, "bob", { channel: "telegram", id: "tg4242" });
+        const wrote = await gateway.handle({ ...bob, text: "write a note" });
+        assertEquals(wrote.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+        assert(existsSync(join(layer.upper, "usr/local/note")), "the write is in the layer");
+
+        const cleared = await gateway.handle({ ...bob, text: "/clear" });
+        assertMatch(cleared.reply, /^Session cleared: /);
+        assertEquals(existsSync(layer.dir), false, "the session's layer is gone");
+        assertEquals(
+          gateway.sessions.history({ channel: "telegram", user: "bob", session: "tg4242" }),
+          [],
+        );
+
+        await gateway.handle({ ...bob, text: "read the note" });
+        assertMatch(
+          JSON.stringify(format.messages(server.requests[3].body).at(-1)),
+          /No such file or directory/,
+        );
+
+        // A group: the members' commands share the group's session; a member's /clear ends it.
+        const group = { channel: "telegram", sender: "4242", group: "-100", addressed: true };
+        const groupLayer = sessionUpper(paths, "bob", {
+          channel: "telegram",
+          id: GROUP_SESSION_ID,
+        });
+        await gateway.handle({ ...group, session: "tg-100", text: "write in the group" });
+        assert(existsSync(join(groupLayer.upper, "usr/local/note")), "the group's layer");
+        const groupCleared = await gateway.handle({ ...group, session: "tg-100", text: "/clear" });
+        assertMatch(groupCleared.reply, /^Session cleared: /);
+        assertEquals(existsSync(groupLayer.dir), false, "the group session's layer is gone");
+      } finally {
+        await gateway.drain();
+        gateway.close();
+      }
+    });
+  } finally {
+    resetUser(join(dir, "state"), "bob", true, await upperLocker());
+    await Deno.remove(dir, { recursive: true });
+  }
+});
