@@ -15,7 +15,7 @@ import { LeakGuard, type LeakStatus } from "./leak_guard.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
-import { type Route, routeSender, routeUser, sessionOwner } from "./router.ts";
+import { type Route, routeSender, sessionOwner } from "./router.ts";
 import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
 import { SessionSandboxes } from "../tools/session_sandboxes.ts";
 import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
@@ -37,6 +37,8 @@ import { UsageStore } from "../state/usage_store.ts";
 import { LONGEST_BUDGET_WINDOW_MS } from "../config/budget_settings.ts";
 import { GatewayError } from "./gateway_error.ts";
 import { runConversationTurn } from "./conversation_turn.ts";
+import { endChangedSessions } from "./reload_sessions.ts";
+import { cronRoute } from "./cron_route.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -133,27 +135,12 @@ export class Gateway {
 
   /**
    * Applies a reloaded config (already checked) to every turn that starts from now on; turns in
-   * flight keep the config and executor they started with. The state directory is not moved.
+   * flight keep the config and executor they started with, the live sandboxes of the people it
+   * changed end. The state directory is not moved.
    */
   reconfigure(config: CoopConfig, changes?: ConfigChanges): void {
     this.#config = config;
-    // A live session sandbox keeps the policy it started with, and its background processes run
-    // on between calls: end those whose person's access or sandbox settings changed (all of them
-    // when [sandbox] or the groups changed; without `changes`, all). The next command starts one
-    // under the new policy.
-    const whose = !changes || changes.sandbox || changes.groups.length > 0
-      ? null
-      : new Set(changes.users.map((name) => name.replace(/^[+-]/, "")));
-    if (whose === null || whose.size > 0) {
-      void this.sessionSandboxes.stopUsers(whose).then((stopped) => {
-        if (stopped > 0) {
-          log.info("sandbox.session.reload: {stopped} live sandbox(es) ended for the new config", {
-            event: "sandbox.session.reload",
-            stopped,
-          });
-        }
-      });
-    }
+    endChangedSessions(this.sessionSandboxes, changes);
     this.#executor = this.#newExecutor(config);
     // Group budgets come from the new config; the counters stay (they are in the database).
     this.#budgets = new BudgetGate(config, this.#usage);
@@ -235,15 +222,7 @@ export class Gateway {
 
   /** The cron scheduler's runner: a fresh session as the job's user, with the job's overrides. */
   runCronJob = async (job: CronJobConfig, signal: AbortSignal): Promise<CronTurnResult> => {
-    const user = this.config.users.find((u) => u.name === job.user);
-    if (!user) {
-      throw new GatewayError(
-        "gateway.cron_unknown_user",
-        `cron job "${job.name}" runs as "${job.user}", who is not a configured user`,
-      );
-    }
-    const route = routeUser(user);
-    const person = sessionOwner(route, { channel: "cron", sender: job.name });
+    const { user, route, person } = cronRoute(this.config, job);
     const outcome = await this.#run({
       channel: "cron",
       route,
