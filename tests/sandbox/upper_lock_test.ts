@@ -5,7 +5,7 @@ import { dirname } from "node:path";
 import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { removeLayerDir, upperLocker } from "../../src/environments/layer_removal.ts";
 import { exec, SandboxUpperInUseError, startSession } from "../../src/sandbox/mod.ts";
-import { sandboxTest, withWorkspace } from "./harness.ts";
+import { sandboxTest, until, withWorkspace } from "./harness.ts";
 import { testEnvironment } from "./environment_fixture.ts";
 
 const CHILD = new URL("./upper_lock_child.ts", import.meta.url).pathname;
@@ -26,14 +26,6 @@ async function child(args: string[]): Promise<{ process: Deno.ChildProcess; firs
   }
   reader.releaseLock();
   return { process, first: text.trim() };
-}
-
-async function until(what: string, done: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 function exists(path: string): boolean {
@@ -57,7 +49,10 @@ sandboxTest(
           JSON.stringify(policy),
           "touch /work/started; sleep 1; echo mine > /usr/owner; touch /work/ended",
         ]);
-        await until("the other process's command to start", () => exists(`${workspace}/started`));
+        assert(
+          await until(() => exists(`${workspace}/started`), 30_000),
+          "the other process's command started",
+        );
         // Without the lock this would mount the upper a second time, at once.
         const r = await exec(policy, [
           "sh",
