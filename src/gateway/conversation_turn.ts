@@ -20,6 +20,7 @@ import { allowedTools, executorTool } from "./agent_tools.ts";
 import { chatHistory, toSessionMessage } from "./chat_history.ts";
 import { TurnTaint } from "./turn_taint.ts";
 import { GatewayError } from "./gateway_error.ts";
+import { groupSandboxSession } from "./group_chat.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -111,7 +112,9 @@ export async function runConversationTurn(
         user,
         cronJob: request.cronJob,
         onSandboxSeconds: meter.addSandboxSeconds,
-        session: key,
+        session: request.group
+          ? groupSandboxSession(channel, request.group.id, principal.name)
+          : key,
         files,
         leaks: leaks(),
         ...(request.group ? { groupDir: request.group.dir } : {}),

@@ -248,6 +248,7 @@ export class Gateway {
     const environmentSession = { channel, id: session };
     void endSession(this.config, this.sessionSandboxes, {
       key,
+      sandboxes: [key],
       environmentSession,
       people: [route.principal.name],
     });

@@ -26,6 +26,21 @@ export function groupSessionKey(channel: string, group: string): SessionKey {
   return { channel, user: `group:${group}`, session: GROUP_SESSION_ID };
 }
 
+/**
+ * Where `person`'s commands in a group run: a sandbox session of their own, named after the
+ * group (`group:<chat id>`: their live sandbox, `COOP_SESSION`, their `upper = "session"`
+ * layer). One per person and group — never shared with another member or another group, and
+ * under the person's name, so that a reload which changes them ends it.
+ */
+export function groupSandboxSession(channel: string, group: string, person: string): SessionKey {
+  return { channel, user: person, session: groupSandboxSessionId(group) };
+}
+
+/** The session id of every member's sandbox session in a group: `group:<chat id>`. */
+export function groupSandboxSessionId(group: string): string {
+  return `group:${group}`;
+}
+
 /** The group's directory name under the workspace, from its `[[groups]]` name or its id. */
 export function groupWorkspace(route: Route, channel: string, group: string): string {
   return groupDirectoryName({

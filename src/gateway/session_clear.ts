@@ -15,7 +15,7 @@ import { endEnvironmentSession } from "./environment_sessions.ts";
 import { authorize } from "../trust/authorization.ts";
 import { TurnRefusedError } from "../errors/turn_refused.ts";
 import type { EnvironmentSession } from "../environments/environment_mounts.ts";
-import { GROUP_SESSION_ID, groupSessionKey } from "./group_chat.ts";
+import { groupSandboxSession, groupSandboxSessionId, groupSessionKey } from "./group_chat.ts";
 import { type Route, sessionOwner } from "./router.ts";
 import type { IncomingMessage } from "./turn_handler.ts";
 
@@ -23,8 +23,10 @@ const log = getLogger(["coop", "gateway"]);
 
 /** A session `/clear` ends, and what else ends with it. */
 export interface ClearTarget {
-  /** The stored session (history) and its live sandbox. */
+  /** The stored session (history). */
   key: SessionKey;
+  /** The live sandboxes that end: the session's, or in a group each known person's there. */
+  sandboxes: readonly SessionKey[];
   /** The environment session whose `upper = "session"` layers are discarded. */
   environmentSession: EnvironmentSession;
   /** Whose layers of that session: the sender's, or in a group every known person's. */
@@ -61,10 +63,14 @@ export function clearTarget(
     };
   }
   if (message.group !== undefined) {
-    // Every member's commands of a group turn ran in the group's session (GROUP_SESSION_ID).
+    // Each member's commands in the group ran in a sandbox session of their own, named after
+    // the group (`groupSandboxSession`).
+    const { channel, group } = message;
+    const sandboxes = knownPeople.map((person) => groupSandboxSession(channel, group, person));
     return {
-      key: groupSessionKey(message.channel, message.group),
-      environmentSession: { channel: message.channel, id: GROUP_SESSION_ID },
+      key: groupSessionKey(channel, group),
+      sandboxes,
+      environmentSession: { channel, id: groupSandboxSessionId(group) },
       people: knownPeople,
     };
   }
@@ -79,8 +85,14 @@ export function clearTarget(
       },
     );
   }
+  const key = {
+    channel: message.channel,
+    user: sessionOwner(route, message),
+    session: message.session,
+  };
   return {
-    key: { channel: message.channel, user: sessionOwner(route, message), session: message.session },
+    key,
+    sandboxes: [key],
     environmentSession: { channel: message.channel, id: message.session },
     people: [route.principal.name],
   };
@@ -95,17 +107,17 @@ export async function endSession(
   sandboxes: SessionSandboxes,
   target: ClearTarget,
 ): Promise<void> {
-  // The live sandbox goes first: a session upper is removed only once nothing mounts it.
-  try {
-    await sandboxes.stop(target.key);
-  } catch (error) {
-    log.warn("session.clear_sandbox_stop_failed {user}: {reason}", {
-      event: "session.clear_sandbox_stop_failed",
-      channel: target.key.channel,
-      user: target.key.user,
-      reason: errorMessage(error),
-    });
-  }
+  // The live sandboxes go first: a session upper is removed only once nothing mounts it.
+  await Promise.all(target.sandboxes.map((key) =>
+    sandboxes.stop(key).catch((error) => {
+      log.warn("session.clear_sandbox_stop_failed {user}: {reason}", {
+        event: "session.clear_sandbox_stop_failed",
+        channel: key.channel,
+        user: key.user,
+        reason: errorMessage(error),
+      });
+    })
+  ));
   for (const person of target.people) {
     await endEnvironmentSession(config, person, target.environmentSession);
   }

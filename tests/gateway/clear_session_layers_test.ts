@@ -3,7 +3,8 @@
  * root and unprivileged, the real sandbox over a `host` environment): bob's write under `/usr` in
  * his Telegram direct chat (session `tg<chat>`) lives in that session's layer; his `/clear` there
  * deletes the layer (and the history), and the next command of the chat no longer sees the file.
- * In a group, a member's `/clear` discards the group session's layer the same way.
+ * In a group, a member's commands get a layer of their own for that group — another group's
+ * commands do not see it — and a member's `/clear` there discards it, and only it.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +14,6 @@ import { withScriptedServer } from "../agent/scripted_server.ts";
 import { coopToml } from "../e2e/coop_toml.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
-import { GROUP_SESSION_ID } from "../../src/gateway/group_chat.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { sessionUpper } from "../../src/environments/environment_mounts.ts";
 import { resetUser } from "../../src/environments/environment_lifecycle.ts";
@@ -32,6 +32,8 @@ sandboxTest("/clear in a messenger chat discards that session's upper layer", as
     format.text(["read it"]),
     format.toolCall("c3", "bash", [JSON.stringify({ command: WRITE })]),
     format.text(["group wrote it"]),
+    format.toolCall("c4", "bash", [JSON.stringify({ command: `${READ}; echo "[$COOP_SESSION]"` })]),
+    format.text(["other group read it"]),
   ];
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-clear-layers-" }));
   // The sandbox's root (a dedicated uid when root runs the tests) must reach what it mounts.
@@ -42,7 +44,8 @@ sandboxTest("/clear in a messenger chat discards that session's upper layer", as
         kind: "anthropic",
         baseUrl: server.url,
         extra: '\n[sandbox]\nenvironment = "Coopfile"\n' +
-          '[[groups]]\nname = "family"\nmatch = ["telegram:-100"]\ntrust = "inner"\n',
+          '[[groups]]\nname = "family"\nmatch = ["telegram:-100", "telegram:-200"]\n' +
+          'trust = "inner"\n',
       }).replace('match = ["http:bob"]', 'match = ["http:bob", "telegram:4242"]')
         .replaceAll("{{dir}}", dir);
       const file = join(dir, "coop.toml");
@@ -75,17 +78,22 @@ sandboxTest("/clear in a messenger chat discards that session's upper layer", as
           /No such file or directory/,
         );
 
-        // A group: the members' commands share the group's session; a member's /clear ends it.
+        // Groups: bob's layer in each is his own for that group; /clear in one ends only it.
         const group = { channel: "telegram", sender: "4242", group: "-100", addressed: true };
-        const groupLayer = sessionUpper(paths, "bob", {
-          channel: "telegram",
-          id: GROUP_SESSION_ID,
-        });
+        const other = { ...group, group: "-200" };
+        const groupLayer = sessionUpper(paths, "bob", { channel: "telegram", id: "group:-100" });
+        const otherLayer = sessionUpper(paths, "bob", { channel: "telegram", id: "group:-200" });
         await gateway.handle({ ...group, session: "tg-100", text: "write in the group" });
         assert(existsSync(join(groupLayer.upper, "usr/local/note")), "the group's layer");
+        await gateway.handle({ ...other, session: "tg-200", text: "read in another group" });
+        const otherResult = JSON.stringify(format.messages(server.requests[7].body).at(-1));
+        assertMatch(otherResult, /No such file or directory/, "another group's layer is not his");
+        assertMatch(otherResult, /\[group:-200\]/, "COOP_SESSION names the group");
+        assert(existsSync(otherLayer.dir), "the other group's layer");
         const groupCleared = await gateway.handle({ ...group, session: "tg-100", text: "/clear" });
         assertMatch(groupCleared.reply, /^Session cleared: /);
         assertEquals(existsSync(groupLayer.dir), false, "the group session's layer is gone");
+        assert(existsSync(otherLayer.dir), "the other group's layer stays");
       } finally {
         await gateway.drain();
         gateway.close();

@@ -184,3 +184,64 @@ sandboxTest(
     }
   },
 );
+
+sandboxTest(
+  "in a group, each member's live sandbox is their own, and a reload that changes them ends it",
+  async () => {
+    const script = [
+      format.toolCall("c1", "bash", [JSON.stringify({ command: "sleep 1000 & echo bob" })]),
+      format.text(["bob started"]),
+      format.toolCall("c2", "bash", [JSON.stringify({ command: "sleep 1000 & echo carol" })]),
+      format.text(["carol started"]),
+    ];
+    const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-session-group-" }));
+    await Deno.chmod(dir, 0o755);
+    try {
+      await withScriptedServer(script, async (server) => {
+        const session = `[users.sandbox]\nlifetime = "session"\nidle_timeout = "10m"\n`;
+        const text = (bobNetwork: string) =>
+          coopToml({
+            kind: "anthropic",
+            baseUrl: server.url,
+            bob: session + bobNetwork,
+            extra: '[[groups]]\nname = "family"\nmatch = ["telegram:-100"]\ntrust = "inner"\n',
+          }).replace('match = ["http:bob"]', 'match = ["http:bob", "telegram:4242"]')
+            .replace(
+              'name = "carol"\ntrust = "familiar"\nmatch = ["http:carol"]',
+              `name = "carol"\ntrust = "inner"\nmatch = ["telegram:5151"]\n${session}`,
+            ).replaceAll("{{dir}}", dir);
+        const file = join(dir, "coop.toml");
+        const config = parseConfig(text(""), file, dir);
+        const gateway = Gateway.open(config, { executor: { env: { PATH: "/usr/bin:/bin" } } });
+        const inGroup = { channel: "telegram", group: "-100", addressed: true, session: "tg-100" };
+        try {
+          const bob = await gateway.handle({ ...inGroup, sender: "4242", text: "go" });
+          assertEquals(bob.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+          const carol = await gateway.handle({ ...inGroup, sender: "5151", text: "go" });
+          assertEquals(carol.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+          // Same group, same ceiling, same workspace: still one sandbox per member, each under
+          // the member's name (never one shared by whoever spoke last).
+          const live = listLiveSandboxes(config.agent.stateDir);
+          assertEquals(live.map((s) => [s.user, s.session]).sort(), [
+            ["bob", "telegram:group:-100"],
+            ["carol", "telegram:group:-100"],
+          ]);
+          const bobPid = live.find((s) => s.user === "bob")!.pid;
+          assert(!ended(bobPid), "bob's sandbox outlived carol's turn");
+          const next = parseConfig(text('network = "public"\n'), file, dir);
+          gateway.reconfigure(next, configChanges(config, next));
+          assert(
+            await waitFor(() => ended(bobPid), 5000),
+            "bob's group sandbox, started under the old policy, ended",
+          );
+          assertEquals(listLiveSandboxes(config.agent.stateDir).map((s) => s.user), ["carol"]);
+        } finally {
+          await gateway.drain();
+          gateway.close();
+        }
+      });
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
