@@ -17,7 +17,7 @@ import { connectionCap, openFileLimit } from "./connection_budget.ts";
 import { listenFailure } from "./listen_failure.ts";
 import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
 import { ConfigReloader } from "./config_reload.ts";
-import { environmentWritesSettled, settleSandboxCgroups } from "../sandbox/mod.ts";
+import { settleSandboxCgroups } from "../sandbox/mod.ts";
 import { IdleMemoryRelease } from "./idle_memory_release.ts";
 
 const log = getLogger(["coop", "start"]);
@@ -128,7 +128,6 @@ export async function startCommand(
   // Cancel turns first: an HTTP shutdown waits for its requests, which wait for their turns.
   await Promise.all([gateway.drain(), cron.stop(), messengers.stop({ cancel: true })]);
   await server?.shutdown();
-  await environmentWritesSettled();
   await settleSandboxCgroups().catch((error) =>
     log.warn("sandbox.cgroup removal at shutdown failed: {error}", { error: String(error) })
   );

@@ -156,9 +156,7 @@ export function removeTree(path: string): TreeSize {
     size = treeSize(path);
   }
   try {
-    // Deno's recursive remove is Rust's remove_dir_all: openat/unlinkat, never following a
-    // symlink (CVE-2022-21658 fixed it against swaps during the walk).
-    Deno.removeSync(path, { recursive: true });
+    removeAll(path);
     return size;
   } catch (error) {
     if (!(error instanceof Deno.errors.PermissionDenied)) {
@@ -167,8 +165,37 @@ export function removeTree(path: string): TreeSize {
     }
   }
   openUpTree(path);
-  Deno.removeSync(path, { recursive: true });
+  removeAll(path);
   return size;
+}
+
+/**
+ * How many times a removal starts again when a directory gained an entry while it was being
+ * emptied. A gateway (this process or another) makes empty overlay work directories ahead of
+ * need, a few in one go, in the layer's `work` after a sandbox ended
+ * (`src/sandbox/overlay_workdir.ts`); a layer removed at that moment — `coop sandbox reset`, a
+ * session's end — finds `work` not empty when it comes to remove it. Making them needs `work`,
+ * so once it is gone nothing more appears, and a pass or two more finishes the job.
+ */
+const GREW_RETRIES = 5;
+
+/**
+ * Deno's recursive remove is Rust's remove_dir_all: openat/unlinkat, never following a symlink
+ * (CVE-2022-21658 fixed it against swaps during the walk). Starts again when a directory grew;
+ * `remove` is the removal itself (tests inject one).
+ */
+export function removeAll(
+  path: string,
+  remove: (path: string) => void = (path) => Deno.removeSync(path, { recursive: true }),
+): void {
+  for (let attempt = 0;; attempt++) {
+    try {
+      return remove(path);
+    } catch (error) {
+      const grew = (error as { code?: string }).code === "ENOTEMPTY";
+      if (!grew || attempt === GREW_RETRIES) throw error;
+    }
+  }
 }
 
 /** Gives the owner rwx on directory `path` and every directory below it. */

@@ -39,6 +39,7 @@ import { GatewayError } from "./gateway_error.ts";
 import { runConversationTurn } from "./conversation_turn.ts";
 import { endChangedSessions } from "./reload_sessions.ts";
 import { cronRoute } from "./cron_route.ts";
+import { environmentWritesSettled } from "../sandbox/mod.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
@@ -269,7 +270,7 @@ export class Gateway {
     return { reply: clearedReply(cleared), session: "", tools: [] };
   }
 
-  /** Cancels every turn in flight (killing their sandboxes) and waits for them to end. */
+  /** Cancels every turn in flight (killing their sandboxes); waits for them and their writes. */
   async drain(): Promise<void> {
     this.#draining = true;
     const turns = [...this.#inFlight];
@@ -282,6 +283,9 @@ export class Gateway {
     }
     await Promise.allSettled(turns.map(([, turn]) => turn));
     await this.sessionSandboxes.stopAll();
+    // What the sandboxes leave to do in the state directory (work directories to remove, a
+    // pool being refilled, upper syncs) ends too: nothing writes there once drained.
+    await environmentWritesSettled();
   }
 
   /** Each person's turns right now: running, and admitted but waiting (ATTACKS R14). */

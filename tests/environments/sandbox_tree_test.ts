@@ -4,7 +4,7 @@ import { ok, strictEqual } from "node:assert/strict";
 import fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { removeTree, treeSize } from "../../src/environments/sandbox_tree.ts";
+import { removeAll, removeTree, treeSize } from "../../src/environments/sandbox_tree.ts";
 
 function tree(): { root: string; victim: string; upper: string } {
   const root = fs.mkdtempSync(join(tmpdir(), "sandbox-tree-"));
@@ -71,4 +71,60 @@ Deno.test("sandbox tree: a top-level symlink is removed as a link", () => {
     fs.chmodSync(join(upper, "locked/inner"), 0o700);
     fs.rmSync(root, { recursive: true, force: true });
   }
+});
+
+/** What Deno's recursive remove throws when a directory gained an entry while it was emptied. */
+function grewError(path: string): Error {
+  return Object.assign(new Error(`Directory not empty (os error 39): remove '${path}'`), {
+    code: "ENOTEMPTY",
+  });
+}
+
+Deno.test("sandbox tree: a directory that grows during the removal (a gateway's work pool) still goes", () => {
+  const root = fs.mkdtempSync(join(tmpdir(), "sandbox-tree-grew-"));
+  const layer = join(root, "layer");
+  fs.mkdirSync(join(layer, "work"), { recursive: true });
+  let attempts = 0;
+  removeAll(layer, (path) => {
+    attempts++;
+    // As a gateway's refill does: another empty work directory appears mid-removal.
+    if (attempts <= 2) {
+      fs.mkdirSync(join(path, "work", `w-${attempts}`));
+      throw grewError(join(path, "work"));
+    }
+    Deno.removeSync(path, { recursive: true });
+  });
+  strictEqual(attempts, 3);
+  ok(!fs.existsSync(layer), "the layer is gone");
+  fs.rmSync(root, { recursive: true });
+});
+
+Deno.test("sandbox tree: a removal gives up on a directory that never stops growing", () => {
+  let attempts = 0;
+  let thrown: unknown;
+  try {
+    removeAll("/nonexistent/layer", (path) => {
+      attempts++;
+      throw grewError(path);
+    });
+  } catch (error) {
+    thrown = error;
+  }
+  strictEqual((thrown as { code?: string }).code, "ENOTEMPTY");
+  strictEqual(attempts, 6, "bounded: the first try and five more");
+});
+
+Deno.test("sandbox tree: other removal errors are not retried", () => {
+  let attempts = 0;
+  let thrown: unknown;
+  try {
+    removeAll("/nonexistent/layer", () => {
+      attempts++;
+      throw new Deno.errors.PermissionDenied("denied");
+    });
+  } catch (error) {
+    thrown = error;
+  }
+  ok(thrown instanceof Deno.errors.PermissionDenied);
+  strictEqual(attempts, 1);
 });
