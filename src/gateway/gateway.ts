@@ -300,6 +300,7 @@ export class Gateway {
 
   /** Closes the state database (every message is already committed). */
   close(): void {
+    if (this.#db.isOpen) this.#usage.writePending();
     this.#wal?.close();
     if (this.#db.isOpen) this.#db.close();
   }

@@ -133,8 +133,16 @@ export class WalFlusher {
   /** How many fsyncs have finished (tests and benchmarks count them). */
   syncs = 0;
 
+  readonly #beforeFlush: (() => void)[] = [];
+
+  /** Runs `write` at the start of every `flush()`: what it commits is covered by that flush. */
+  beforeFlush(write: () => void): void {
+    this.#beforeFlush.push(write);
+  }
+
   /** Resolves once every commit counted before this call is on disk. */
   async flush(): Promise<void> {
+    for (const write of this.#beforeFlush) write();
     const target = this.#committed;
     while (this.#synced < target) {
       // One fsync at a time; commits made while it runs wait for the next one.
