@@ -86,6 +86,11 @@ export interface TurnMeter {
   addTokens(tokens: number): void;
   /** CPU seconds one sandboxed command used, measured. */
   addSandboxSeconds(seconds: number): void;
+  /**
+   * The turn has answered (its usage is committed with its flush): what is charged to it from
+   * now on — a live session's background CPU when the session ends — is committed at once.
+   */
+  end(): void;
 }
 
 /** A turn at the door: who sends it, from where. */
@@ -177,9 +182,18 @@ export class BudgetGate {
       group: chat && groupLabel(chat),
       channel: turn.channel,
     });
+    let ended = false;
+    const late = () => ended && this.#usage.writePending();
     return {
-      addTokens: (tokens) => this.#usage.addTokens(id, tokens),
-      addSandboxSeconds: (seconds) => this.#usage.addSandboxSeconds(id, seconds),
+      addTokens: (tokens) => {
+        this.#usage.addTokens(id, tokens);
+        late();
+      },
+      addSandboxSeconds: (seconds) => {
+        this.#usage.addSandboxSeconds(id, seconds);
+        late();
+      },
+      end: () => ended = true,
     };
   }
 

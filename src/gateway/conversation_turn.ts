@@ -160,6 +160,7 @@ export async function runConversationTurn(
     }
     throw error;
   } finally {
+    meter.end(); // its usage goes with the flush below; a late charge is committed at once
     await sessions.flush();
   }
 }
