@@ -9,7 +9,8 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { retireIdleOffLoopWorkers } from "../sandbox/off_loop.ts";
-import { collectGarbage, cpuTimeMs, residentBytes, trimMallocHeap } from "./process_memory.ts";
+import { collectGarbage, cpuTimeMs, trimMallocHeap } from "./process_memory.ts";
+import { residentBytes } from "../sandbox/resident_memory.ts";
 
 const log = getLogger(["coop", "memory"]);
 

@@ -1,5 +1,5 @@
 /**
- * What `coop start` can do about its own memory once it rests: read its resident size and CPU
+ * What `coop start` can do about its own memory once it rests: read its CPU
  * time from `/proc/self`, run a full garbage collection, and hand glibc's freed heap pages back to
  * the kernel. Under load V8 and malloc keep their high-water marks (docs/performance.md, "When the
  * load stops"); neither gives them back while the event loop sleeps.
@@ -12,17 +12,6 @@ import type { NativeLibrary } from "../sandbox/trampoline_symbols.ts";
 
 /** The kernel's clock ticks per second for `/proc` CPU times (USER_HZ: 100 on every Linux ABI). */
 const TICKS_PER_SECOND = 100;
-const PAGE_BYTES = 4096;
-
-/** This process's resident set in bytes (`/proc/self/statm`), or undefined without `/proc`. */
-export function residentBytes(): number | undefined {
-  try {
-    const pages = Number(readFileSync("/proc/self/statm", "latin1").split(" ")[1]);
-    return Number.isFinite(pages) ? pages * PAGE_BYTES : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** CPU time this process has used, all threads, user + system, in ms (`/proc/self/stat`). */
 export function cpuTimeMs(): number | undefined {

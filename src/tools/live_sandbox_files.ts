@@ -7,6 +7,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { residentBytes } from "../sandbox/resident_memory.ts";
 
 /** What one live session sandbox's file records. */
 export interface LiveSandboxRecord {
@@ -86,16 +87,6 @@ function processTree(pid: number): number[] {
   return found;
 }
 
-function residentBytes(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
-    return kb ? Number(kb) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
 /** The live sandboxes recorded under `stateDir`; stale files are removed on the way. */
 export function listLiveSandboxes(stateDir: string): LiveSandbox[] {
   let names: string[];
@@ -117,7 +108,7 @@ export function listLiveSandboxes(stateDir: string): LiveSandbox[] {
       continue;
     }
     const tree = processTree(record.pid);
-    const memoryBytes = tree.reduce((sum, pid) => sum + residentBytes(pid), 0);
+    const memoryBytes = tree.reduce((sum, pid) => sum + (residentBytes(pid) ?? 0), 0);
     live.push({ ...record, processes: tree.length, memoryBytes });
   }
   return live.sort((a, b) => a.startedAt.localeCompare(b.startedAt));

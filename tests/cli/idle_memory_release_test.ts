@@ -10,7 +10,8 @@ import {
   type MemoryReleaseReport,
   releaseMemory,
 } from "../../src/cli/idle_memory_release.ts";
-import { cpuTimeMs, residentBytes } from "../../src/cli/process_memory.ts";
+import { cpuTimeMs } from "../../src/cli/process_memory.ts";
+import { residentBytes } from "../../src/sandbox/resident_memory.ts";
 import { runOffLoop } from "../../src/sandbox/off_loop.ts";
 
 const MIB = 1024 * 1024;
