@@ -119,6 +119,14 @@ export function renderExplanation(report: ExplainReport): string {
     } s at most`,
   );
   if (sb.commandsRun === "host") lines.push("  on the host, as the gateway's user: no sandbox");
+  if (sb.commandsRun === "sandbox") {
+    lines.push(
+      sb.lifetime.kind === "session"
+        ? `  lifetime    one live sandbox per chat session (background jobs stay between calls), ` +
+          `ended by /clear or ${(sb.lifetime.idleTimeoutMs ?? 0) / 1000} s unused`
+        : "  lifetime    a fresh sandbox per command",
+    );
+  }
   if (sb.network) {
     lines.push(
       `  network     ${sb.network.mode}` +
@@ -131,6 +139,7 @@ export function renderExplanation(report: ExplainReport): string {
   if (sb.environment) {
     lines.push(`  PATH        ${sb.environment.PATH}`);
     lines.push(`  from host   ${sb.environment.hostVariables.join(", ")}`);
+    if (sb.environment.set.length) lines.push(`  set         ${sb.environment.set.join(", ")}`);
   }
   if (sb.limits) {
     const l = sb.limits;

@@ -48,6 +48,11 @@ export interface SandboxExplanation {
   workspace: { host: string; visibleAs: string };
   /** `bash`/`exec` timeouts: the default and the most the model may ask for. */
   timeouts: { defaultMs: number; maxMs: number };
+  /**
+   * How long a sandbox lives: one per command, or one per chat session (`lifetime =
+   * "session"`: background processes stay between calls) stopped after `idleTimeoutMs` unused.
+   */
+  lifetime: { kind: "command" | "session"; idleTimeoutMs: number | null };
   /** The policy given to the sandbox library (absent on the host or when nothing runs). */
   policy?: SandboxPolicyInput;
   /** Why the policy is invalid (the sandbox would refuse every command), if it is. */
@@ -61,8 +66,11 @@ export interface SandboxExplanation {
     proxyMaxConnections: number | null;
     neverDial: string[];
   };
-  /** The environment inside: fixed `PATH` and `HOME`, and which host variables pass in. */
-  environment?: { PATH: string; HOME: string; hostVariables: string[] };
+  /**
+   * The environment inside: fixed `PATH` and `HOME`, which host variables pass in, and the names
+   * of those the policy sets (an environment's `COOP_SESSION` and `[env]`; `policy.env` has them).
+   */
+  environment?: { PATH: string; HOME: string; hostVariables: string[]; set: string[] };
   /** The limits and the path that would enforce them on this host (`planLimits`). */
   limits?: AppliedLimits;
   /** Why no path can enforce a requested limit here (the sandbox would refuse to start). */
@@ -155,6 +163,9 @@ export function explainSandbox(
     sandboxEnabled: config.sandbox.enabled,
     workspace: { host: scope.hostRoot, visibleAs: scope.visibleRoot },
     timeouts: { defaultMs: settings.timeoutMs, maxMs: settings.maxTimeoutMs },
+    lifetime: settings.lifetime === "session"
+      ? { kind: "session", idleTimeoutMs: settings.idleTimeoutMs }
+      : { kind: "command", idleTimeoutMs: null },
   };
   // Only commands run in the sandbox; file tools run in the gateway, confined to the workspace.
   if (commandsRun !== "sandbox") return out;
@@ -203,6 +214,7 @@ export function explainSandbox(
     PATH: TOOL_PATH,
     HOME: WORKSPACE_MOUNT,
     hostVariables: [...HOST_ENV_ALLOWLIST, ...settings.envPassthrough],
+    set: Object.keys(policy.env ?? {}).sort(),
   };
   try {
     out.mounts = mountsOf(policy, out.placeholderSession !== undefined);

@@ -128,6 +128,7 @@ Deno.test("explain: a person with an environment sees its overlay root, or why i
       /overlay: \S+\/uppers\/dave\/upper \(their own layer, kept\) over \S+rootfs/,
     );
     assertMatch(built.out, /\/root\/\.cache +rw +\S+\/persist\/dave\/0/);
+    assertMatch(built.out, /\n {2}lifetime +a fresh sandbox per command\n/);
     assertEquals(/\/usr +ro +\/usr/.test(built.out), false, "not the plain host /usr root");
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -142,11 +143,15 @@ Deno.test('explain: upper = "session" is shown for a placeholder session, leavin
       config,
       CONFIG.replace(
         'state_dir = "state"\n',
-        'state_dir = "state"\n[sandbox]\nenvironment = "Coopfile"\n',
+        'state_dir = "state"\n[sandbox]\nenvironment = "Coopfile"\nlifetime = "session"\n' +
+          'idle_timeout = "5m"\n',
       ),
     );
     const coopfile = join(dir, "Coopfile");
-    await Deno.writeTextFile(coopfile, '[base]\nimage = "host"\n[session]\nupper = "session"\n');
+    await Deno.writeTextFile(
+      coopfile,
+      '[base]\nimage = "host"\n[session]\nupper = "session"\n[env]\nGREETING = "hi"\n',
+    );
     writeBuiltManifest(join(dir, "state"), coopfile);
     let out = "";
     const code = await runExplain(["--user", "dave", "--config", config], {
@@ -160,6 +165,13 @@ Deno.test('explain: upper = "session" is shown for a placeholder session, leavin
       /session +\[session\] upper = "session": .*placeholder session \(\(any-session\)\)/,
     );
     assertMatch(out, /overlay: \S+\/uppers\/dave\/sessions\/\w+\/upper \(the session's own layer/);
+    assertMatch(
+      out,
+      /\n {2}lifetime +one live sandbox per chat session .*ended by \/clear or 300 s unused\n/,
+    );
+    // The variables the environment sets, by name (an [env] value may be something private).
+    assertMatch(out, /\n {2}set +COOP_SESSION, GREETING\n/);
+    assertEquals(out.includes('"hi"') || / hi\b/.test(out), false, "values are not printed");
     // The placeholder's layer directory was not left behind.
     const sessions = join(
       environmentPaths(join(dir, "state"), coopfile).root,
