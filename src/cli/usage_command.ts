@@ -5,6 +5,8 @@
  */
 import { BUDGET_KINDS } from "../config/budget_settings.ts";
 import { type UsageLine, usageReport } from "../gateway/usage_report.ts";
+import { pairedUsers } from "../gateway/pairing_approval.ts";
+import { PairingStore } from "../state/pairing_store.ts";
 import { UsageStore } from "../state/usage_store.ts";
 import { openOwnerState, parseStateArgs } from "./owner_state.ts";
 import { UsageError } from "./usage_error.ts";
@@ -54,7 +56,8 @@ export async function usageCommand(args: string[]): Promise<number> {
   const state = await openOwnerState(parsed.config);
   if (!state) return 1;
   try {
-    const report = usageReport(state.config, new UsageStore(state.db));
+    const paired = pairedUsers(new PairingStore(state.db), state.config);
+    const report = usageReport(state.config, new UsageStore(state.db), paired);
     if (parsed.json) {
       print(JSON.stringify(report, null, 2) + "\n");
       return 0;

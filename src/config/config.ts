@@ -176,6 +176,7 @@ export function parseConfig(
       enabled: raw.pairing.enabled,
       codeTtlMs: raw.pairing.code_ttl,
       maxPending: raw.pairing.max_pending,
+      ...(raw.pairing.budget ? { budget: raw.pairing.budget } : {}),
     },
     providers: raw.providers,
     channels: raw.channels,

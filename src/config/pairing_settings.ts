@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { pairingCodeTtl } from "./config_units.ts";
+import { type Budget, budgetSchema } from "./budget_settings.ts";
 
 /** Defaults of `[pairing]`. */
 export const PAIRING_DEFAULTS = {
@@ -19,6 +20,7 @@ export const pairingSchema = z.strictObject({
   code_ttl: pairingCodeTtl.default(PAIRING_DEFAULTS.code_ttl),
   max_pending: z.number().int("must be a whole number").min(1, "must be at least 1")
     .max(1000, "must be at most 1000").default(PAIRING_DEFAULTS.max_pending),
+  budget: budgetSchema.optional(),
 }).prefault({});
 
 /** `[pairing]` as the gateway uses it. */
@@ -29,4 +31,6 @@ export interface PairingSettings {
   codeTtlMs: number;
   /** Pending requests at most; a new sender past it gets no code (logged). */
   maxPending: number;
+  /** `[pairing.budget]`: what each paired person may use (their own counters, by name). */
+  budget?: Budget;
 }

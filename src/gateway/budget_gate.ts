@@ -141,7 +141,10 @@ export class BudgetGate {
       scopes.push({
         scope: "user",
         name: route.user.name,
-        setting: `[[users]] "${route.user.name}" budget`,
+        // A paired person's is `[pairing.budget]`, each person counted on their own.
+        setting: route.reason === "paired"
+          ? "[pairing] budget"
+          : `[[users]] "${route.user.name}" budget`,
         budget: own,
       });
     }

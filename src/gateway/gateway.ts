@@ -170,7 +170,7 @@ export class Gateway {
    * sender's other identifiers on the channel).
    */
   route(channel: string, sender: string, group?: string, aliases?: readonly string[]): Route {
-    const paired = pairedUsers(this.pairing, this.config.users);
+    const paired = pairedUsers(this.pairing, this.config);
     return routeSender(this.config, { channel, sender, group, aliases }, paired);
   }
 
@@ -258,7 +258,7 @@ export class Gateway {
 
   /** `/clear` from a channel: after the session's turn in progress, the session ends. */
   async #clear(message: IncomingMessage, route: Route): Promise<TurnOutcome> {
-    const known = [...this.config.users, ...pairedUsers(this.pairing, this.config.users)];
+    const known = [...this.config.users, ...pairedUsers(this.pairing, this.config)];
     const names = known.map((u) => u.name);
     const target = clearTarget(message, route, this.config.sandbox.enabled, names);
     if ("refusal" in target) return { reply: target.refusal, session: "", tools: [] };

@@ -26,7 +26,7 @@ export class PairedPeopleError extends CoopError {
 export function readPairedUsers(config: CoopConfig): UserConfig[] {
   const people = readPairedPeople(config.agent.stateDir);
   if ("problem" in people) throw new PairedPeopleError(people.problem);
-  return pairedAsUsers(people, config.users);
+  return pairedAsUsers(people, config);
 }
 
 /** Who `origin` is, exactly as the gateway routes a message of theirs (paired people included). */

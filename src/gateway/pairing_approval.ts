@@ -5,7 +5,8 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { UserConfig } from "../config/config.ts";
+import type { CoopConfig, UserConfig } from "../config/config.ts";
+import type { Budget } from "../config/budget_settings.ts";
 import { userNameProblem } from "../config/user_name.ts";
 import { normalizePairingCode, PAIRING_CODE_LENGTH } from "../state/pairing_code.ts";
 import {
@@ -144,13 +145,17 @@ export function denyPairing(
   return request;
 }
 
-/** A paired person as the router sees them: a user whose patterns are their exact addresses. */
-export function pairedUser(person: PairedPerson): UserConfig {
+/**
+ * A paired person as the router sees them: a user whose patterns are their exact addresses, with
+ * `[pairing.budget]` as their own budget.
+ */
+export function pairedUser(person: PairedPerson, budget?: Budget): UserConfig {
   return {
     name: person.name,
     trust: person.trust,
     match: [person.sender, ...person.aliases].map((id) => `${person.channel}:${id}`),
     sandbox: {},
+    ...(budget ? { budget } : {}),
   };
 }
 
@@ -158,14 +163,18 @@ export function pairedUser(person: PairedPerson): UserConfig {
  * The paired people as users for the router. One whose name a configured user has taken since is
  * left out: they would share that user's sessions and workspace (`coop check` warns about it).
  */
-export function pairedUsers(store: PairingStore, users: readonly UserConfig[]): UserConfig[] {
-  return pairedAsUsers(store.people(), users);
+export function pairedUsers(
+  store: PairingStore,
+  config: Pick<CoopConfig, "users" | "pairing">,
+): UserConfig[] {
+  return pairedAsUsers(store.people(), config);
 }
 
 /** `people` as users for the router, less those whose name a configured user has taken. */
 export function pairedAsUsers(
   people: readonly PairedPerson[],
-  users: readonly UserConfig[],
+  config: Pick<CoopConfig, "users" | "pairing">,
 ): UserConfig[] {
-  return people.filter((p) => !users.some((u) => u.name === p.name)).map(pairedUser);
+  return people.filter((p) => !config.users.some((u) => u.name === p.name))
+    .map((p) => pairedUser(p, config.pairing.budget));
 }

@@ -4,7 +4,7 @@
  * gateway checks turns with).
  * @module
  */
-import type { CoopConfig } from "../config/config.ts";
+import type { CoopConfig, UserConfig } from "../config/config.ts";
 import { type Budget, BUDGET_KINDS, type BudgetKind } from "../config/budget_settings.ts";
 import type { UsageStore, UsageSubject } from "../state/usage_store.ts";
 import { BudgetGate, groupLabel } from "./budget_gate.ts";
@@ -68,7 +68,7 @@ function line(
 }
 
 /**
- * Builds the report from the config and the usage counters.
+ * Builds the report from the config, the paired people and the usage counters.
  *
  * @example
  * ```ts
@@ -79,15 +79,18 @@ function line(
 export function usageReport(
   config: Pick<CoopConfig, "users" | "groups">,
   usage: UsageStore,
+  paired: readonly UserConfig[] = [],
 ): UsageReport {
   const gate = new BudgetGate(config, usage);
   const longest = Math.max(...BUDGET_KINDS.map((k) => k.windowMs));
-  const people = config.users.map((user) => {
+  // Paired people (`coop pairing approve`) are users too, with `[pairing.budget]` as theirs.
+  const users = [...config.users, ...paired];
+  const people = users.map((user) => {
     const scopes = gate.scopesFor(routeUser(user), "");
     const exempt = user.trust === "owner" && scopes.length === 0;
     return line(user.name, "user", usedBy(usage, { person: user.name }), user.budget ?? {}, exempt);
   });
-  const configured = new Set(config.users.map((u) => u.name));
+  const configured = new Set(users.map((u) => u.name));
   for (const person of usage.subjects("person", longest)) {
     if (configured.has(person)) continue;
     // The terminal's default owner (`owner:<sender>`): exempt like a configured owner.

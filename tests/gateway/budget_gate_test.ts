@@ -207,3 +207,25 @@ Deno.test("budget config: negative, fractional or unknown limits are errors nami
     ok(expected.test(text), `${bad}: ${text}`);
   }
 });
+
+Deno.test("budget config: [pairing.budget] is checked like a user's, naming its key", () => {
+  let error: unknown;
+  try {
+    parseConfig(
+      "[pairing.budget]\nturns_per_hour = -1\n",
+      "/nonexistent/coop.toml",
+      "/nonexistent",
+    );
+  } catch (e) {
+    error = e;
+  }
+  ok(error instanceof ConfigError);
+  const text = error.diagnostics.map((d) => `${d.path}: ${d.message}`).join("\n");
+  ok(/pairing\.budget\.turns_per_hour.*at least 0/.test(text), text);
+  const config = parseConfig(
+    "[pairing.budget]\nsandbox_seconds_per_day = 60\n",
+    "/nonexistent/coop.toml",
+    "/nonexistent",
+  );
+  deepStrictEqual(config.pairing.budget, { sandbox_seconds_per_day: 60 });
+});

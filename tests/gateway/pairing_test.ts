@@ -15,6 +15,9 @@ import {
 import { pairingCommand } from "../../src/cli/pairing_command.ts";
 import type { IncomingMessage } from "../../src/gateway/turn_handler.ts";
 import { withPeopleGateway } from "./fixtures/people_gateway.ts";
+import { BudgetExceededError } from "../../src/gateway/budget_gate.ts";
+
+const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
 const CODE = /\b([A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4})\b/;
 
@@ -232,4 +235,34 @@ Deno.test("pairing: coop pairing remove forgets a paired person; their next mess
     assertEquals(again.code, 1);
     assertMatch(again.err, /nobody paired is named "dave"/);
   });
+});
+
+Deno.test("pairing: [pairing.budget] is each paired person's own; coop usage shows it", async () => {
+  await withPeopleGateway([format.text(["one"]), format.text(["erin's"])], async (t) => {
+    const { gateway, server, dir } = t;
+    const dave = await pairingCode(gateway.handle(dm("555", "hi")));
+    assertEquals((await cli(dir, "approve", dave, "--name", "dave")).code, 0);
+    const erin = await pairingCode(gateway.handle(dm("777", "hi")));
+    assertEquals((await cli(dir, "approve", erin, "--name", "erin")).code, 0);
+    assertEquals((await gateway.handle(dm("555", "first"))).reply, "one");
+    // dave's second turn in the hour is refused at the door: no model request.
+    const refused = await assertRejects(
+      () => gateway.handle(dm("555", "second")),
+      BudgetExceededError,
+    );
+    assertMatch(refused.message, /\[pairing\] budget\.turns_per_hour = 1/);
+    assertEquals(server.requests.length, 1);
+    // erin's budget is her own, not dave's spent one.
+    assertEquals((await gateway.handle(dm("777", "mine"))).reply, "erin's");
+    const usage = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", MAIN, "usage", "--json", "--config", join(dir, "coop.toml")],
+    }).output();
+    const report = JSON.parse(new TextDecoder().decode(usage.stdout)) as {
+      people: { name: string; used: { turns_per_hour: number }; budget: object; spent: string[] }[];
+    };
+    const line = report.people.find((p) => p.name === "dave")!;
+    assertEquals(line.budget, { turns_per_hour: 1 });
+    assertEquals(line.used.turns_per_hour, 1);
+    assertEquals(line.spent, ["turns_per_hour"]);
+  }, { extra: "\n[pairing.budget]\nturns_per_hour = 1\n" });
 });
