@@ -484,3 +484,13 @@ int coop_kill(int pidfd, int sig) {
 }
 
 int coop_close(int fd) { return close(fd) < 0 ? -errno : 0; }
+
+/*
+ * A pidfd for a process Coop did not start (`coop sandbox stop`: a live session's init, found by
+ * pid in a file). Checked against the process's start time after it is open, it names that
+ * process for good: a signal through it can't reach another that reused the pid meanwhile.
+ */
+int coop_pidfd_open(int pid) {
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  return fd < 0 ? -errno : fd;
+}

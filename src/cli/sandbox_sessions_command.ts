@@ -3,11 +3,11 @@
  * gateway's live session sandboxes (`lifetime = "session"`), read from the files it keeps
  * under `<state_dir>/sandboxes/` (src/tools/live_sandbox_files.ts); and the live-sessions part
  * of `coop sandbox status`. Stopping one asks its init to end it (`COOP_SIG_END`: it kills and
- * reaps every process, so their CPU time is charged), then SIGKILL if it has not gone; the
- * gateway notices, charges and scans (src/tools/session_sandboxes.ts) and forgets it.
+ * reaps every process, so their CPU time is charged), then SIGKILL if it has not gone — each
+ * through a pidfd, only while the pid is still that init (`signalIfSame`); the gateway notices,
+ * charges and scans (src/tools/session_sandboxes.ts) and forgets it.
  * @module
  */
-import process from "node:process";
 import { loadConfig } from "../config/config.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import {
@@ -17,6 +17,10 @@ import {
   removeLiveSandbox,
 } from "../tools/live_sandbox_files.ts";
 import { END_SIGNAL } from "../sandbox/protocol.ts";
+import { loadTrampoline, type Trampoline } from "../sandbox/ffi.ts";
+import { signalIfSame } from "../sandbox/pid_signal.ts";
+import { signalNumber } from "../sandbox/wait_status.ts";
+import { errorMessage } from "../errors/coop_error.ts";
 import { parseStateArgs } from "./owner_state.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
@@ -24,22 +28,6 @@ import { UsageError } from "./usage_error.ts";
 const STOP_WAIT_MS = 5000;
 /** How long the init may take to kill and reap its processes before SIGKILL ends it. */
 const END_GRACE_MS = 2000;
-
-/**
- * Sends `COOP_SIG_END` (a real-time signal neither Deno nor node:process can name) with the
- * system's kill(1); when that fails the caller's SIGKILL follows the grace period.
- */
-async function endSignal(pid: number): Promise<void> {
-  try {
-    await new Deno.Command("kill", {
-      args: [`-${END_SIGNAL}`, String(pid)],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-  } catch {
-    // No kill(1): SIGKILL after the grace period.
-  }
-}
 
 async function stateDirOf(file: string): Promise<string | null> {
   try {
@@ -106,15 +94,24 @@ export async function stopCommand(args: string[]): Promise<number> {
     writeStderr(`coop: no live session sandbox "${id}" (coop sandbox ps lists them)\n`);
     return 1;
   }
-  // The start time again, right before each signal: never signal a process that reused the pid.
+  let lib: Trampoline;
+  try {
+    lib = await loadTrampoline();
+  } catch (error) {
+    writeStderr(`coop: cannot stop ${id}: ${errorMessage(error)}\n`);
+    return 1;
+  }
+  // The start time again, with a pidfd open, before each signal: never one to a process that
+  // reused the pid.
   const same = () => processStartTime(target.pid) === target.pidStart;
+  const signal = (number: number) => signalIfSame(lib, target.pid, same, number);
   const gone = async (ms: number) => {
     const until = Date.now() + ms;
     while (same() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     return !same();
   };
-  if (same()) await endSignal(target.pid);
-  if (!await gone(END_GRACE_MS) && same()) process.kill(target.pid, "SIGKILL");
+  signal(END_SIGNAL);
+  if (!await gone(END_GRACE_MS)) signal(signalNumber("SIGKILL"));
   await gone(STOP_WAIT_MS);
   if (processStartTime(target.pid) === target.pidStart) {
     writeStderr(`coop: session sandbox ${id} (pid ${target.pid}) did not end\n`);

@@ -39,6 +39,7 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
   coop_read_report: { parameters: ["i32", "buffer", "i64"], result: "i64" },
   coop_close: { parameters: ["i32"], result: "i32" },
+  coop_pidfd_open: { parameters: ["i32"], result: "i32" },
   coop_dup: { parameters: ["i32"], result: "i32" },
   coop_read_beneath: { parameters: ["buffer", "buffer", "buffer", "i64", "buffer"], result: "i64" },
   coop_write_beneath: {
@@ -91,6 +92,7 @@ export interface Trampoline {
   coop_kill(pidfd: number, signal: number): number;
   coop_read_report(fd: number, buffer: Buf, length: bigint): bigint;
   coop_close(fd: number): number;
+  coop_pidfd_open(pid: number): number;
   coop_dup(fd: number): number;
   coop_read_beneath(root: Buf, rel: Buf, buffer: Buf, max: bigint, size: Buf): bigint;
   coop_write_beneath(root: Buf, rel: Buf, data: Buf, length: bigint, mode: number): bigint;
