@@ -22,6 +22,7 @@ import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
 import { writeStderr } from "./stderr.ts";
 import { UsageError } from "./usage_error.ts";
+import { environmentSessionOf } from "../gateway/group_chat.ts";
 
 const encoder = new TextEncoder();
 
@@ -118,7 +119,7 @@ export async function sandboxCleanCommand(args: string[]): Promise<number> {
   const removed = inUseRefused(() =>
     cleanEnvironments(config, {
       knownUsers: new Set([...config.users.map((u) => u.name), ...paired.map((p) => p.name)]),
-      sessions: "problem" in sessions ? null : sessions,
+      sessions: "problem" in sessions ? null : sessions.map(environmentSessionOf),
       lock,
     })
   );

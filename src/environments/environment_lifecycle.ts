@@ -9,7 +9,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { CoopConfig } from "../config/config.ts";
 import { environmentPaths } from "./environment_layout.ts";
-import { sessionDirName, sessionUppersDir } from "./environment_mounts.ts";
+import { type EnvironmentSession, sessionDirName, sessionUppersDir } from "./environment_mounts.ts";
 import { removeEnvironmentDir, removeLayerDir, type UpperLocker } from "./layer_removal.ts";
 import { removeTree, type TreeSize } from "./sandbox_tree.ts";
 
@@ -110,8 +110,11 @@ export function resetUser(
 export interface CleanContext {
   /** Everyone who may have layers: configured users and paired people. */
   knownUsers: ReadonlySet<string>;
-  /** Existing chat sessions (`channel`, `session`); null: unknown, keep every session upper. */
-  sessions: readonly { channel: string; session: string }[] | null;
+  /**
+   * The environment sessions of the existing chat sessions (`environmentSessionOf`); null:
+   * unknown, keep every session upper.
+   */
+  sessions: readonly EnvironmentSession[] | null;
   /** Takes an upper's lock: nothing a sandbox has mounted is removed. */
   lock: UpperLocker;
 }
@@ -133,7 +136,7 @@ export function cleanEnvironments(config: CoopConfig, context: CleanContext): Re
   );
   const liveSessions = context.sessions === null
     ? null
-    : new Set(context.sessions.map((s) => sessionDirName({ channel: s.channel, id: s.session })));
+    : new Set(context.sessions.map((session) => sessionDirName(session)));
   for (const id of names(environmentsDir(stateDir))) {
     const root = join(environmentsDir(stateDir), id);
     const coopfile = referenced.get(id);

@@ -7,6 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { SessionKey, SessionStore } from "../state/session_store.ts";
 import type { SessionQueue } from "./session_queue.ts";
+import type { EnvironmentSession } from "../environments/environment_mounts.ts";
 import { effectiveTrust } from "../trust/authorization.ts";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import { groupDirectoryName } from "../config/group_directories.ts";
@@ -39,6 +40,21 @@ export function groupSandboxSession(channel: string, group: string, person: stri
 /** The session id of every member's sandbox session in a group: `group:<chat id>`. */
 export function groupSandboxSessionId(group: string): string {
   return `group:${group}`;
+}
+
+/**
+ * The environment session (`upper = "session"` layers, `COOP_SESSION`) of a stored chat session:
+ * a direct chat's own id; for a group's one session (user `group:<chat id>`) the id its members'
+ * sandbox sessions share, `group:<chat id>` (what `coop sandbox clean` keeps).
+ */
+export function environmentSessionOf(key: SessionKey): EnvironmentSession {
+  const group = key.session === GROUP_SESSION_ID && key.user.startsWith("group:")
+    ? key.user.slice("group:".length)
+    : undefined;
+  return {
+    channel: key.channel,
+    id: group === undefined ? key.session : groupSandboxSessionId(group),
+  };
 }
 
 /** The group's directory name under the workspace, from its `[[groups]]` name or its id. */

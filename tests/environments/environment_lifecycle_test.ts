@@ -237,7 +237,7 @@ Deno.test("reset, clean and status: per user, never beyond what they own", async
     deepStrictEqual(
       cleanEnvironments(config, {
         knownUsers: new Set(["carol"]),
-        sessions: [{ channel: "http", session: "s3" }],
+        sessions: [{ channel: "http", id: "s3" }],
         lock,
       }),
       [],

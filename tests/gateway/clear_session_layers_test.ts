@@ -21,6 +21,7 @@ import { upperLocker } from "../../src/environments/layer_removal.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
 import { writeBuiltManifest } from "../environments/environment_fixture.ts";
 
+const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 const WRITE = "mkdir -p /usr/local && echo mine > /usr/local/note && echo wrote";
 const READ = "cat /usr/local/note 2>&1; true";
 
@@ -94,6 +95,12 @@ sandboxTest("/clear in a messenger chat discards that session's upper layer", as
         assertMatch(groupCleared.reply, /^Session cleared: /);
         assertEquals(existsSync(groupLayer.dir), false, "the group session's layer is gone");
         assert(existsSync(otherLayer.dir), "the other group's layer stays");
+        // coop sandbox clean keeps it too: its group's session exists.
+        const clean = await new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", "--quiet", MAIN, "sandbox", "clean", "--json", "--config", file],
+        }).output();
+        assertEquals(clean.code, 0, new TextDecoder().decode(clean.stderr));
+        assert(existsSync(otherLayer.dir), "clean kept a live group's layer");
       } finally {
         await gateway.drain();
         gateway.close();
