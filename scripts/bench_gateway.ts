@@ -2,11 +2,16 @@
  * Gateway overhead per tool call (issue 6): one turn of 10 `bash` tool calls through the real
  * gateway — in-process, real sandbox, real SQLite sessions — against a provider on loopback that
  * answers instantly (a separate process, as a real provider is), vs the same 10 commands straight
- * through `exec()` with the policy the executor builds. Rounds interleave both so that drift hits them equally. Run by
- * `deno task bench` (scripts/bench.ts); informational: a missed goal is marked, never fails.
+ * through `exec()` with the policy the executor builds. Rounds interleave both so that drift
+ * hits them equally. After them, the provider's own round trip from this process (a minimal
+ * client, interleaved with `exec()`) shows how much of "the rest" is waiting for the provider
+ * process. Run by `deno task bench` (scripts/bench.ts); informational: a missed goal is marked,
+ * never fails.
  * @module
  */
 import { join } from "node:path";
+import { Buffer } from "node:buffer";
+import { connect } from "node:net";
 import process from "node:process";
 import type { TurnOutcome } from "../src/gateway/turn_handler.ts";
 import { type CoopConfig, parseConfig } from "../src/config/config.ts";
@@ -237,6 +242,60 @@ async function directBatch(
   return { directMs: performance.now() - start, directCpuMs: cpuMs() - cpuStart };
 }
 
+/**
+ * What any gateway waits for on each model call: the provider process's round trip, from this
+ * process, through a minimal client (one kept connection, a request of a turn's size written
+ * at once, the response read to its last event, nothing parsed) — interleaved with `exec()` as
+ * in a turn, so that it meets the same cold caches. Milliseconds per request, one per command.
+ */
+async function providerRoundTrips(
+  url: string,
+  policy: SandboxPolicyInput,
+  timeoutMs: number,
+): Promise<number[]> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  const times: number[] = [];
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let step = 0; step < CALLS; step++) {
+        await exec(policy, ["sh", "-c", COMMAND], { timeoutMs });
+        // A conversation of `step` calls and results: the length selects the scripted reply.
+        const messages = [{ role: "user", content: "go" }];
+        for (let i = 0; i < step; i++) {
+          messages.push({ role: "assistant", content: "x".repeat(120) });
+          messages.push({ role: "user", content: "y".repeat(120) });
+        }
+        const body = JSON.stringify({ model: "m", stream: true, messages, tools: TOOLS_STAND_IN });
+        const start = performance.now();
+        await new Promise<void>((resolve) => {
+          let text = "";
+          const onData = (chunk: Buffer) => {
+            text += chunk.toString("latin1");
+            if (text.includes("message_stop") && text.endsWith("\n\n")) {
+              socket.off("data", onData);
+              resolve();
+            }
+          };
+          socket.on("data", onData);
+          socket.write(
+            `POST /v1/messages HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\n` +
+              `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          );
+        });
+        times.push(performance.now() - start);
+      }
+    }
+  } finally {
+    socket.destroy();
+  }
+  return times;
+}
+
+/** About the size of the tool definitions a turn's requests carry (≈ 4.5 KiB of JSON Schema). */
+const TOOLS_STAND_IN = [{ name: "bash", description: "d".repeat(4500), input_schema: {} }];
+
 /** The file system type under `path` (fsync cost depends on it), from /proc/self/mounts. */
 function fileSystemOf(path: string): string {
   let best = { mount: "", type: "unknown" };
@@ -250,7 +309,7 @@ function fileSystemOf(path: string): string {
 
 const ms = (value: number) => value.toFixed(2).padStart(8);
 
-function print(rounds: readonly Round[], config: CoopConfig): void {
+function print(rounds: readonly Round[], config: CoopConfig, providerMs: number[]): void {
   const p = (pick: (r: Round) => number, q: number) => percentile(rounds.map(pick), q);
   const turnP50 = p((r) => r.turnMs, 50), directP50 = p((r) => r.directMs, 50);
   const added = (turnP50 - directP50) / CALLS;
@@ -285,6 +344,11 @@ function print(rounds: readonly Round[], config: CoopConfig): void {
   line(
     `the rest: ${CALLS + 1} provider round trips, SSE, loop, turn setup`,
     p((r) => r.turnMs - r.executorMs - r.appendMs, 50),
+  );
+  const provider = percentile(providerMs, 50);
+  line(
+    `  of it: the provider's own round trips, ${CALLS + 1} × ${provider.toFixed(2)} ms`,
+    provider * (CALLS + 1),
   );
   // CPU time does not count waiting for a CPU, so it shows the gateway's own work even on a
   // busy machine, where wall-clock figures are mostly queueing.
@@ -326,7 +390,8 @@ async function main(): Promise<void> {
       if (i % 2 === 0) direct = await directBatch(policy, settings.timeoutMs);
       if (i >= WARMUP_ROUNDS) rounds.push({ ...turn, ...direct });
     }
-    print(rounds, config);
+    const providerMs = await providerRoundTrips(provider.url, policy, settings.timeoutMs);
+    print(rounds, config, providerMs);
   } finally {
     gateway?.close();
     await provider?.close();
