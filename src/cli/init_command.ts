@@ -9,6 +9,7 @@ import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { CoopConfig } from "../config/config.ts";
 import { loadConfig } from "../config/config.ts";
+import { gatewaySockets } from "../config/gateway_sockets.ts";
 import { ConfigError, formatDiagnostic } from "../config/config_diagnostic.ts";
 import { applyCoopfileFlags, loadCoopfile } from "../config/coopfile_load.ts";
 import { CoopError } from "../errors/coop_error.ts";
@@ -88,6 +89,7 @@ async function initOne(
       coopfilePath: path,
       coopfile,
       force,
+      neverDial: gatewaySockets(config),
       progress: values.json ? SILENT_PROGRESS : lineProgress(`${name} ${basename(path)}`),
     });
   } catch (error) {

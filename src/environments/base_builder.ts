@@ -67,6 +67,8 @@ export interface BuildOptions {
   progress: BuildProgress;
   /** Host uid/gid the base's files get; default: the invoker's own, or the sandbox host id for root. */
   owner?: { uid: number; gid: number };
+  /** The gateway's own sockets (`gatewaySockets(config)`): never dialed by the build sandbox. */
+  neverDial?: readonly string[];
 }
 
 /** The host ids a sandbox's root maps to for this invoker, or undefined: the invoker's own. */
@@ -196,7 +198,11 @@ async function buildUnlocked(
     if (base.kind !== "host") {
       if (owner) chownSync(rootfs, owner.uid, owner.gid);
       removeTree(scratch);
-      await runBuildCommands(rootfs, coopfile, progress, (s) => step = s);
+      await runBuildCommands(rootfs, coopfile, {
+        progress,
+        phase: (s) => step = s,
+        neverDial: options.neverDial,
+      });
     }
     step = "manifest";
     const sizeBytes = treeSize(rootfs).bytes;

@@ -2,7 +2,8 @@
  * The build sandbox: `[packages]` (for images that did not get them from mmdebstrap),
  * `[setup] run` and `[agent] install` run inside a sandbox whose root is the new base's rootfs,
  * mounted read-write (policy `rootfs: { directory }`), with the Coopfile's `[network]` (through
- * the policy proxy and its `allow_domains` for "proxy") and `[env]`. Nothing runs on the host.
+ * the policy proxy and its `allow_domains` for "proxy") and `[env]`. Nothing runs on the host,
+ * and the proxy never dials the gateway's own sockets, as for every other sandbox.
  * @module
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -48,27 +49,41 @@ function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
+/** How the build commands run, beside the base and its Coopfile. */
+export interface BuildCommandsOptions {
+  progress: BuildProgress;
+  /** Learns the step each command is in, so that a failure names it. */
+  phase: (step: BuildStep) => void;
+  /**
+   * The gateway's own sockets (`gatewaySockets()`), which the build sandbox's proxy never
+   * dials — not even for an IP-literal `allow_domains` entry of the Coopfile.
+   */
+  neverDial?: readonly string[];
+}
+
 /** The policy of the build sandbox over `rootfs`. */
-export function buildPolicy(rootfs: string, workspace: string, coopfile: Coopfile) {
+export function buildPolicy(
+  rootfs: string,
+  coopfile: Coopfile,
+  neverDial: readonly string[] = [],
+): SandboxPolicyInput & { rootfs: { directory: string } } {
   return {
-    workspace,
+    workspace: "",
     network: coopfile.network.mode,
     allowDomains: coopfile.network.mode === "proxy" ? [...coopfile.network.allowDomains] : [],
+    proxyNeverDial: [...neverDial],
     env: { ...coopfile.env },
     rootfs: { directory: rootfs },
   };
 }
 
-/**
- * Runs the Coopfile's build commands in a sandbox over `rootfs`; `phase` learns the step each
- * is in, so a failure names it.
- */
+/** Runs the Coopfile's build commands in a sandbox over `rootfs`. */
 export async function runBuildCommands(
   rootfs: string,
   coopfile: Coopfile,
-  progress: BuildProgress,
-  phase: (step: BuildStep) => void,
+  options: BuildCommandsOptions,
 ): Promise<void> {
+  const { progress, phase } = options;
   const commands = buildCommands(coopfile);
   if (commands.length === 0) return;
   // apt drops to _apt for downloads; with one mapped id that fails, so let it stay root.
@@ -77,13 +92,13 @@ export async function runBuildCommands(
     writeFileSync(join(aptConf, "99coop-sandbox"), APT_SANDBOX_CONF, { mode: 0o644, flag: "wx" });
   }
   phase(commands[0].step);
-  const policy = buildPolicy(rootfs, "", coopfile);
+  const policy = buildPolicy(rootfs, coopfile, options.neverDial);
   const workspace = mkdtempSync(join(tmpdir(), "coop-build-"));
   try {
     policy.workspace = workspace;
     mkdirSync(workspace, { recursive: true });
     // Fail closed: a library that ignored `rootfs` would run the commands over the host's /usr.
-    const resolved = resolvePolicy(policy as SandboxPolicyInput) as { rootfs?: unknown };
+    const resolved = resolvePolicy(policy) as { rootfs?: unknown };
     if (!resolved.rootfs) {
       throw new BuildCommandError(
         "this sandbox library has no directory root (policy rootfs), so build commands cannot " +
@@ -104,7 +119,7 @@ export async function runBuildCommands(
       );
       let result;
       try {
-        result = await exec(policy as SandboxPolicyInput, ["/bin/sh", "-c", command], {
+        result = await exec(policy, ["/bin/sh", "-c", command], {
           timeoutMs: BUILD_COMMAND_TIMEOUT_MS,
           cwd: "/work",
         });
