@@ -58,10 +58,15 @@ function run(cmd: string, args: string[]): void {
 }
 
 const hash = await hashSources(ffi);
+/**
+ * Changes when the way the library is linked does (its C sources are in `hash`), so that a
+ * checkout rebuilds a library linked the old way: 2 = `-z nodelete`.
+ */
+const RECIPE = 2;
 const force = options.force ?? false;
 const current = await readFile(stamp, "utf8").catch(() => "");
 const built = await stat(library).then(() => true, () => false);
-if (!force && built && current.trim() === hash) process.exit(0);
+if (!force && built && current.trim() === `${hash} ${RECIPE}`) process.exit(0);
 
 await mkdir(build, { recursive: true });
 const warnings = ["-Wall", "-Wextra", "-Werror"];
@@ -93,6 +98,9 @@ run("gcc", [
   "-O2",
   "-shared",
   "-fPIC",
+  // Never unmapped once loaded: a realm that ends (a test module, a Worker) closes its handle,
+  // while a nonblocking call (`coop_syncfs`) may still run in the library on a runtime thread.
+  "-Wl,-z,nodelete",
   `-DCOOP_SOURCE_HASH="${hash}"`,
   ...defines,
   `-I${build}`,
@@ -102,5 +110,5 @@ run("gcc", [
   "-pthread",
 ]);
 await rename(`${library}.tmp`, library);
-await writeFile(stamp, `${hash}\n`);
+await writeFile(stamp, `${hash} ${RECIPE}\n`);
 console.error(`build:ffi: built ${library} (${hash.slice(0, 12)})`);
