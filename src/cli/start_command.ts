@@ -17,7 +17,7 @@ import { connectionCap, openFileLimit } from "./connection_budget.ts";
 import { listenFailure } from "./listen_failure.ts";
 import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
 import { ConfigReloader } from "./config_reload.ts";
-import { settleSandboxCgroups } from "../sandbox/mod.ts";
+import { settleSandboxCgroups, sweepDeadSandboxCgroups } from "../sandbox/mod.ts";
 import { IdleMemoryRelease } from "./idle_memory_release.ts";
 
 const log = getLogger(["coop", "start"]);
@@ -34,6 +34,8 @@ export async function startCommand(
   if (typeof started === "number") return started;
   const { config, gateway, db, banner, lock } = started;
   say(banner);
+  // What a gateway killed outright left (its sandboxes' cgroups): nothing else removes them.
+  sweepDeadSandboxCgroups();
   const http = config.channels.http?.enabled ? config.channels.http : undefined;
   if (!http && config.cron.length === 0 && enabledMessengers(config).length === 0) {
     gateway.close();

@@ -33,6 +33,7 @@ export { DEFAULT_SCAN_LIMIT } from "./protected_paths.ts";
 export { runOffLoop, warmOffLoop } from "./off_loop.ts";
 export { discardPrestarted } from "./prestart.ts";
 export { settleSandboxCgroups } from "./prestart.ts";
+export { type CgroupSweep, sweepDeadSandboxCgroups } from "./cgroup_sweep.ts";
 export type {
   ProxyTestHooks,
   SandboxCpuTime,

@@ -33,6 +33,7 @@ import process from "node:process";
 import { setTimeout } from "node:timers";
 import { getLogger } from "@logtape/logtape";
 import { runOffLoop } from "./off_loop.ts";
+import { processAlive } from "./process_alive.ts";
 import type { RootIds } from "./rootfs.ts";
 
 const log = getLogger(["coop", "sandbox"]);
@@ -255,15 +256,6 @@ export function workdirsWaiting(): number {
   return waiting.length;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
-  }
-}
-
 /**
  * Removes, in the background, what earlier sandboxes left below `work`: directories of
  * processes that are gone (a crash) and the single `work` directory of the layout before.
@@ -277,7 +269,8 @@ export function sweepWorkdirs(work: string): void {
   }
   for (const name of names) {
     const pid = name.startsWith(PREFIX) ? Number(name.slice(PREFIX.length).split("-")[0]) : NaN;
-    const stale = name === "work" || (Number.isInteger(pid) && pid !== process.pid && !alive(pid));
+    const stale = name === "work" ||
+      (Number.isInteger(pid) && pid !== process.pid && !processAlive(pid));
     if (stale) discard(join(work, name));
   }
 }
