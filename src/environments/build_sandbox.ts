@@ -6,7 +6,7 @@
  * and the proxy never dials the gateway's own sockets, as for every other sandbox.
  * @module
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Coopfile } from "../config/coopfile.ts";
@@ -61,14 +61,18 @@ export interface BuildCommandsOptions {
   neverDial?: readonly string[];
 }
 
-/** The policy of the build sandbox over `rootfs`. */
-export function buildPolicy(
-  rootfs: string,
-  coopfile: Coopfile,
-  neverDial: readonly string[] = [],
-): SandboxPolicyInput & { rootfs: { directory: string } } {
+/** Where the build sandbox runs: its root, its empty `/work`, the sockets its proxy never dials. */
+export interface BuildSandboxPlace {
+  rootfs: string;
+  workspace: string;
+  neverDial?: readonly string[];
+}
+
+/** The policy of the build sandbox over `place.rootfs`. */
+export function buildPolicy(coopfile: Coopfile, place: BuildSandboxPlace): SandboxPolicyInput {
+  const { rootfs, workspace, neverDial = [] } = place;
   return {
-    workspace: "",
+    workspace,
     network: coopfile.network.mode,
     allowDomains: coopfile.network.mode === "proxy" ? [...coopfile.network.allowDomains] : [],
     proxyNeverDial: [...neverDial],
@@ -92,11 +96,9 @@ export async function runBuildCommands(
     writeFileSync(join(aptConf, "99coop-sandbox"), APT_SANDBOX_CONF, { mode: 0o644, flag: "wx" });
   }
   phase(commands[0].step);
-  const policy = buildPolicy(rootfs, coopfile, options.neverDial);
   const workspace = mkdtempSync(join(tmpdir(), "coop-build-"));
+  const policy = buildPolicy(coopfile, { rootfs, workspace, neverDial: options.neverDial });
   try {
-    policy.workspace = workspace;
-    mkdirSync(workspace, { recursive: true });
     // Fail closed: a library that ignored `rootfs` would run the commands over the host's /usr.
     const resolved = resolvePolicy(policy) as { rootfs?: unknown };
     if (!resolved.rootfs) {
