@@ -4,7 +4,10 @@
  * the burst needed (≈ 200 → 105 MB in docs/performance.md "When the load stops"). Once a second it
  * samples the process's CPU time and resident size; after a second of activity (or growth) followed
  * by a second of rest it runs a full GC, `malloc_trim` and retires the idle off-loop worker — once
- * per burst, never while turns keep it busy.
+ * per burst, never while turns keep it busy. While busy, each busy second hands malloc's free pages
+ * back (`malloc_trim` on the runtime's thread pool, never two at once): under sustained load the
+ * arenas otherwise stay at the high-water mark of the busiest moment (docs/performance.md,
+ * "Session 17").
  * @module
  */
 import { getLogger } from "@logtape/logtape";
@@ -40,6 +43,8 @@ export interface IdleMemoryReleaseOptions {
   readCpuMs?: () => number | undefined;
   readRss?: () => number | undefined;
   release?: () => Promise<MemoryReleaseReport>;
+  /** Gives malloc's free pages back while busy (`malloc_trim`); false where it cannot. */
+  trim?: () => Promise<boolean>;
 }
 
 const MIB = 1024 * 1024;
@@ -70,11 +75,13 @@ export class IdleMemoryRelease {
   readonly #readCpu: () => number | undefined;
   readonly #readRss: () => number | undefined;
   readonly #release: () => Promise<MemoryReleaseReport>;
+  readonly #trim: () => Promise<boolean>;
   #timer: ReturnType<typeof setInterval> | undefined;
   #lastCpu: number | undefined;
   #baseline: number | undefined;
   #active = false;
   #releasing: Promise<void> | undefined;
+  #trimming: Promise<void> | undefined;
 
   constructor(options: IdleMemoryReleaseOptions = {}) {
     this.#every = options.sampleEveryMs ?? 1000;
@@ -84,6 +91,7 @@ export class IdleMemoryRelease {
     this.#readCpu = options.readCpuMs ?? cpuTimeMs;
     this.#readRss = options.readRss ?? residentBytes;
     this.#release = options.release ?? releaseMemory;
+    this.#trim = options.trim ?? trimMallocHeap;
   }
 
   /** Starts sampling; the timer never keeps the process alive. */
@@ -95,11 +103,17 @@ export class IdleMemoryRelease {
     this.#timer.unref();
   }
 
-  /** Stops sampling and waits for a release in progress. */
+  /** Stops sampling and waits for a release or a trim in progress. */
   async stop(): Promise<void> {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#releasing;
+    await this.#trimming;
+  }
+
+  /** Resolves once no trim started by a busy second is running (tests). */
+  async trimsSettled(): Promise<void> {
+    await this.#trimming;
   }
 
   /** One sample (the timer's tick; tests call it directly). Resolves when a release it began ends. */
@@ -114,12 +128,23 @@ export class IdleMemoryRelease {
       rss > this.#baseline + this.#growth;
     if (used >= this.#busy) {
       this.#active = true;
+      this.#trimWhileBusy();
       return Promise.resolve();
     }
     if (grown) this.#active = true;
     if (!this.#active || used > this.#rest) return Promise.resolve();
     this.#releasing = this.#releaseNow().finally(() => this.#releasing = undefined);
     return this.#releasing;
+  }
+
+  /** Starts a `malloc_trim` off the event loop unless one still runs; a failure only logs. */
+  #trimWhileBusy(): void {
+    if (this.#trimming) return;
+    this.#trimming = this.#trim().then(
+      () => {},
+      (error) =>
+        log.debug("memory.trim failed: {error}", { event: "memory.trim", error: String(error) }),
+    ).finally(() => this.#trimming = undefined);
   }
 
   async #releaseNow(): Promise<void> {

@@ -51,21 +51,23 @@ export function collectGarbage(): Promise<boolean> {
 }
 
 interface Malloc {
-  malloc_trim(pad: bigint): number;
+  malloc_trim(pad: bigint): Promise<number>;
 }
 
 let malloc: Promise<NativeLibrary<Malloc> | undefined> | undefined;
 
 /**
- * glibc's `malloc_trim(0)`: returns the free pages of every malloc arena to the kernel. Resolves
- * to false where there is no such function (musl, or no FFI).
+ * glibc's `malloc_trim(0)`: returns the free pages of every malloc arena to the kernel. It runs
+ * on the runtime's thread pool (a nonblocking FFI call), so the event loop goes on meanwhile: on a
+ * heap of tens of MB it walks every free chunk. Resolves to false where there is no such function
+ * (musl, or no FFI).
  */
 export async function trimMallocHeap(): Promise<boolean> {
   malloc ??= openNativeLibrary<Malloc>("libc.so.6", {
-    malloc_trim: { parameters: ["usize"], result: "i32" },
+    malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
   }).catch(() => undefined);
   const libc = await malloc;
   if (!libc) return false;
-  libc.symbols.malloc_trim(0n);
+  await libc.symbols.malloc_trim(0n);
   return true;
 }

@@ -22,6 +22,7 @@ function scripted(options: { releaseCpuMs?: number; fail?: boolean } = {}) {
   const detector = new IdleMemoryRelease({
     readCpuMs: () => state.cpu,
     readRss: () => state.rss,
+    trim: () => Promise.resolve(true), // the busy-time trim has tests of its own below
     release: (): Promise<MemoryReleaseReport> => {
       state.releases++;
       state.cpu += options.releaseCpuMs ?? 0; // a GC costs CPU time of its own
@@ -77,6 +78,72 @@ Deno.test("idle release: never while every second is busy, never without activit
     assertEquals(state.releases, 1);
   } finally {
     await stop();
+  }
+});
+
+Deno.test("while busy: each busy second trims malloc off the loop, never two trims at once", async () => {
+  let trims = 0, running = 0, most = 0;
+  let finish = () => {};
+  const state = { cpu: 0 };
+  const detector = new IdleMemoryRelease({
+    readCpuMs: () => state.cpu,
+    readRss: () => 100 * MIB,
+    release: () => Promise.reject(new Error("no release expected while busy")),
+    trim: () => {
+      trims++;
+      most = Math.max(most, ++running);
+      return new Promise<boolean>((resolve) => finish = () => resolve(true))
+        .finally(() => running--);
+    },
+  });
+  detector.start();
+  try {
+    for (const cpu of [5, 20]) { // rest, then between rest and activity: no trim
+      state.cpu += cpu;
+      await detector.sample();
+    }
+    assertEquals(trims, 0, "a resting process is not trimmed");
+    state.cpu += 300;
+    await detector.sample();
+    assertEquals(trims, 1, "a busy second starts a trim");
+    state.cpu += 300;
+    await detector.sample();
+    assertEquals(trims, 1, "while one runs, a busy second starts none");
+    finish();
+    await detector.trimsSettled();
+    state.cpu += 300;
+    await detector.sample();
+    assertEquals(trims, 2, "the next busy second trims again");
+    finish();
+    await detector.trimsSettled();
+    assertEquals(most, 1);
+  } finally {
+    finish();
+    await detector.stop();
+  }
+});
+
+Deno.test("while busy: a trim that fails is logged, and sampling goes on", async () => {
+  let trims = 0;
+  const state = { cpu: 0 };
+  const detector = new IdleMemoryRelease({
+    readCpuMs: () => state.cpu,
+    readRss: () => 100 * MIB,
+    trim: () => {
+      trims++;
+      return Promise.reject(new Error("no libc"));
+    },
+  });
+  detector.start();
+  try {
+    for (let i = 0; i < 3; i++) {
+      state.cpu += 300;
+      await detector.sample();
+      await detector.trimsSettled();
+    }
+    assertEquals(trims, 3);
+  } finally {
+    await detector.stop();
   }
 });
 
