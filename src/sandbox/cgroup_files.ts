@@ -17,6 +17,12 @@ export interface CgroupViolations {
   pidsLimitHit: boolean | null;
 }
 
+/** CPU time a cgroup accounted, in milliseconds. */
+export interface CgroupCpuTime {
+  userMs: number;
+  systemMs: number;
+}
+
 /** One sandbox's cgroup(s), made before its init may run and removed after it is reaped. */
 export interface SandboxCgroup {
   /** The directories as `coop_start` takes them: NUL-separated, ended by an empty string. */
@@ -27,6 +33,13 @@ export interface SandboxCgroup {
   kill(): void;
   /** Reads OOM kills and pids-limit hits; call after the init is reaped. */
   violations(): CgroupViolations;
+  /**
+   * The CPU time every process that ran in the cgroup used — those the kernel reaped without
+   * accounting them to a parent (whose parent ignored SIGCHLD) included; null where the cgroup
+   * does not account CPU time (a v1 plan without a `cpuacct` hierarchy). Call after the init is
+   * reaped, before `destroy`.
+   */
+  cpuTime(): CgroupCpuTime | null;
   /** Kills anything left and removes the cgroup(s). Idempotent. */
   destroy(): Promise<void>;
 }
@@ -104,6 +117,40 @@ export function counter(path: string, key: string): number {
     start = stop + 1;
   }
   return 0;
+}
+
+/**
+ * cgroup v2's `cpu.stat` (`user_usec`, `system_usec`: kept in every v2 cgroup, cpu controller
+ * enabled or not); null when the file or its keys are absent.
+ */
+export function cpuStatV2(dir: string): CgroupCpuTime | null {
+  let text: string;
+  try {
+    text = readFileSync(`${dir}/cpu.stat`, "utf8");
+  } catch {
+    return null;
+  }
+  const value = (key: string) => Number(new RegExp(`^${key} (\\d+)$`, "m").exec(text)?.[1]);
+  const user = value("user_usec"), system = value("system_usec");
+  return Number.isFinite(user) && Number.isFinite(system)
+    ? { userMs: user / 1000, systemMs: system / 1000 }
+    : null;
+}
+
+/**
+ * cgroup v1's `cpuacct.usage_user` and `cpuacct.usage_sys` (nanoseconds) in `dir`, a directory
+ * of a hierarchy with the cpuacct controller; null when they are absent (another hierarchy).
+ */
+export function cpuacctV1(dir: string): CgroupCpuTime | null {
+  try {
+    const user = Number(readFileSync(`${dir}/cpuacct.usage_user`, "utf8").trim());
+    const system = Number(readFileSync(`${dir}/cpuacct.usage_sys`, "utf8").trim());
+    return Number.isFinite(user) && Number.isFinite(system)
+      ? { userMs: user / 1e6, systemMs: system / 1e6 }
+      : null;
+  } catch {
+    return null;
+  }
 }
 
 /** SIGKILLs every pid listed in a `cgroup.procs` file (v1 has no cgroup.kill). */

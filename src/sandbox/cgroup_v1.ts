@@ -7,9 +7,11 @@
  */
 import { mkdirSync, rmdirSync } from "node:fs";
 import {
+  type CgroupCpuTime,
   cgroupSetupError,
   type CgroupViolations,
   counter,
+  cpuacctV1,
   exists,
   killAll,
   removeCgroupDir,
@@ -74,6 +76,19 @@ export class CgroupV1Sandbox implements SandboxCgroup {
       oomKilled: oomKills > 0,
       pidsLimitHit: pids ? counter(`${pids}/pids.events`, "max") > 0 : null,
     };
+  }
+
+  /**
+   * Every process's CPU time, from whichever of the directories is in a hierarchy with the
+   * cpuacct controller (`cpu,cpuacct` are mounted together on most v1 hosts, so a `cpus` limit
+   * brings one); null without one.
+   */
+  cpuTime(): CgroupCpuTime | null {
+    for (const dir of this.dirs.values()) {
+      const counted = cpuacctV1(dir);
+      if (counted) return counted;
+    }
+    return null;
   }
 
   /** Kills anything left (v1 has no cgroup.kill) and removes the cgroups. Idempotent. */

@@ -10,9 +10,11 @@
 import { getLogger } from "@logtape/logtape";
 import { mkdirSync, readFileSync, rmdirSync } from "node:fs";
 import {
+  type CgroupCpuTime,
   cgroupSetupError,
   type CgroupViolations,
   counter,
+  cpuStatV2,
   exists,
   killAll,
   removeCgroupDir,
@@ -144,6 +146,11 @@ export class CgroupV2Sandbox implements SandboxCgroup {
       oomKilled: counter(`${this.dir}/memory.events`, "oom_kill") > 0,
       pidsLimitHit: this.#pidsLimited ? counter(`${this.dir}/pids.events`, "max") > 0 : null,
     };
+  }
+
+  /** Every process's CPU time (`cpu.stat`, kept whether or not the cpu controller is enabled). */
+  cpuTime(): CgroupCpuTime | null {
+    return this.#removed ? null : cpuStatV2(this.dir);
   }
 
   /** Kills anything left (`cgroup.kill`) and removes the cgroup. Idempotent. */

@@ -12,7 +12,10 @@ import type { Trampoline } from "./ffi.ts";
  * includes every process of the sandbox: the init reaps them all, and kills and reaps those
  * left when the command ends or the gateway ends the sandbox (ffi/init/main.c `end_all`). Only
  * when the init must be killed outright (it did not end within a grace period) are the
- * processes it had not yet reaped missing. Milliseconds, to the microsecond.
+ * processes it had not yet reaped missing — and a process whose parent ignored SIGCHLD, which
+ * the kernel reaps without adding its time to anyone's rusage. Where the sandbox has a cgroup
+ * that accounts CPU time (v2 `cpu.stat`, v1 `cpuacct`), that count, which misses neither, is
+ * taken when it is the larger. Milliseconds, to the microsecond.
  */
 export interface SandboxCpuTime {
   /** Time in user mode. */
@@ -20,11 +23,28 @@ export interface SandboxCpuTime {
   /** Time in the kernel on the sandbox's behalf. */
   systemMs: number;
   /**
-   * How it was measured: `rusage` (the init's, as above), or `wall-clock` where the backend
-   * cannot measure CPU time (macOS: `sandbox-exec`, apple/container), which reports the
-   * command's elapsed time as user time instead — an upper bound for one CPU, never less.
+   * How it was measured: `cgroup` (the sandbox's cgroup: every process that ran in it), `rusage`
+   * (the init's, as above), or `wall-clock` where the backend cannot measure CPU time (macOS:
+   * `sandbox-exec`, apple/container), which reports the command's elapsed time as user time
+   * instead — an upper bound for one CPU, never less.
    */
-  measuredBy: "rusage" | "wall-clock";
+  measuredBy: "cgroup" | "rusage" | "wall-clock";
+}
+
+/**
+ * A sandbox's CPU time: its cgroup's count when it has one that accounts CPU time and that count
+ * is the larger — it also holds processes reaped without accounting, which rusage cannot —
+ * else the init's rusage. (The cgroup can hold a little less: the init joins it just before it
+ * builds the sandbox, after its own first steps.)
+ */
+export function sandboxCpuTime(
+  rusage: { userMs: number; systemMs: number },
+  cgroup: { userMs: number; systemMs: number } | null,
+): SandboxCpuTime {
+  const total = (t: { userMs: number; systemMs: number }) => t.userMs + t.systemMs;
+  return cgroup && total(cgroup) > total(rusage)
+    ? { userMs: cgroup.userMs, systemMs: cgroup.systemMs, measuredBy: "cgroup" }
+    : { userMs: rusage.userMs, systemMs: rusage.systemMs, measuredBy: "rusage" };
 }
 
 /** A reaped child: its raw wait status and the CPU time its whole process tree used. */

@@ -10,7 +10,7 @@ import net from "node:net";
 import { removeCgroupLater } from "./cgroup_removal.ts";
 import { OUT } from "./ffi.ts";
 import { END_SIGNAL } from "./protocol.ts";
-import { waitForExit } from "./reaper.ts";
+import { sandboxCpuTime, waitForExit } from "./reaper.ts";
 import { readReport } from "./report.ts";
 import { setupFailure } from "./setup_failure.ts";
 import { decodeWaitStatus, type SignalName, signalNumber } from "./wait_status.ts";
@@ -73,6 +73,7 @@ export function trackSandbox(
     syncUpperInBackground(upper);
     upperLock?.release(); // the init is reaped: its mount namespace, and the overlay, are gone
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
+    const counted = cgroup?.cpuTime() ?? null;
     // Removed (leftovers killed first) right after the status; settleSandboxCgroups() awaits it.
     if (cgroup) removeCgroupLater(cgroup);
     const disk = quota ? await quota.finish() : null;
@@ -92,7 +93,7 @@ export function trackSandbox(
       timedOut,
       ...violations,
       limits,
-      cpu: { ...cpu, measuredBy: "rusage" as const },
+      cpu: sandboxCpuTime(cpu, counted),
       disk,
       proxyDenials: [...(proxy?.denials ?? [])],
       proxyRefusedConnections: proxy?.refusedConnections ?? 0,

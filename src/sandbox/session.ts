@@ -16,7 +16,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, type ExecResult } from ".
 import { OUT } from "./ffi.ts";
 import { resolvePolicy, type SandboxPolicy, type SandboxPolicyInput } from "./policy.ts";
 import { END_SIGNAL, RECORD, RECORD_SIZE } from "./protocol.ts";
-import { waitForExit } from "./reaper.ts";
+import { sandboxCpuTime, waitForExit } from "./reaper.ts";
 import { sessionCapture } from "./session_capture.ts";
 import { setupFailure } from "./setup_failure.ts";
 import { buildCommandSpec } from "./spec.ts";
@@ -109,11 +109,13 @@ export async function startSession(
   let alive = true;
   let unclaimed!: (cpu: SessionCpuTime) => void;
   const unclaimedCpu = new Promise<SessionCpuTime>((resolve) => unclaimed = resolve);
-  const ended = waitForExit(lib, out[OUT.pid]).then(async ({ cpu }) => {
+  const ended = waitForExit(lib, out[OUT.pid]).then(async ({ cpu: rusage }) => {
     alive = false;
     // The init's rusage holds every process it reaped (ffi/init/session.c reaps orphans too,
-    // and the kernel reaps what is left when pid 1 dies): what the commands' records
-    // reported is charged with their results (a record still unread now is in neither).
+    // and the kernel reaps what is left when pid 1 dies) — its cgroup's count also those reaped
+    // without accounting (a parent that ignored SIGCHLD): what the commands' records reported
+    // is charged with their results (a record still unread now is in neither).
+    const cpu = sandboxCpuTime(rusage, init.cgroup?.cpuTime() ?? null);
     unclaimed({
       userMs: Math.max(0, cpu.userMs - claimed.userMs),
       systemMs: Math.max(0, cpu.systemMs - claimed.systemMs),

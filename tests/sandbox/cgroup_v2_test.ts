@@ -6,7 +6,12 @@
 // in a parent that still holds processes. Only root may write this machine's v2 hierarchy
 // (nothing is delegated to coopdev and there is no systemd), so unprivileged runs skip, saying so.
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
-import { exec, SandboxSetupError, settleSandboxCgroups } from "../../src/sandbox/mod.ts";
+import {
+  exec,
+  SandboxSetupError,
+  settleSandboxCgroups,
+  startSession,
+} from "../../src/sandbox/mod.ts";
 import type { CgroupHost } from "../../src/sandbox/cgroup_host.ts";
 import { parseCgroupMounts, parseProcCgroup } from "../../src/sandbox/cgroup_host.ts";
 import { CgroupV2Sandbox, enableControllers, GATEWAY_LEAF } from "../../src/sandbox/cgroup_v2.ts";
@@ -110,6 +115,73 @@ v2Test(
       for (const pid of procs) {
         assertEquals(await Deno.stat(`/proc/${pid}`).catch(() => null), null, `pid ${pid} lives`);
       }
+    });
+  },
+);
+
+/**
+ * A parent that ignores SIGCHLD forks a child that spins and exits while the parent lives: the
+ * kernel reaps the child at once and adds its CPU time to no one's rusage, so the init's
+ * `wait4` never sees it (docs/limits.md, "CPU time used"). Perl: dash keeps SIGCHLD's default.
+ */
+const SPIN_IN_AN_UNWAITED_CHILD = `$SIG{CHLD} = "IGNORE";
+my $pid = fork() // die "fork: $!";
+if ($pid == 0) {
+  my $i = 0; $i++ while $i < 20_000_000;
+  open(my $in, "<", "/proc/self/stat") or die; my $stat = <$in>;
+  open(my $out, ">", "/work/spun") or die; print $out $stat; exit 0;
+}
+select(undef, undef, undef, 0.02) while kill(0, $pid);`;
+
+/** The unwaited child's own utime + stime (ms), from the /proc/self/stat it saved. */
+async function spunMs(workspace: string): Promise<number> {
+  const stat = await Deno.readTextFile(`${workspace}/spun`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
+  const getconf = await new Deno.Command("getconf", { args: ["CLK_TCK"] }).output();
+  const ticks = Number(new TextDecoder().decode(getconf.stdout).trim()) || 100;
+  const spun = (fields[11] + fields[12]) * 1000 / ticks;
+  assert(spun >= 100, `the child spun for ${spun} ms of CPU`);
+  return spun;
+}
+
+v2Test(
+  "cgroup v2: CPU time of a child reaped without accounting (its parent ignored SIGCHLD) is charged",
+  async (parent) => {
+    await withWorkspace(async (workspace) => {
+      const r = await exec({ workspace }, ["perl", "-e", SPIN_IN_AN_UNWAITED_CHILD], {
+        timeoutMs: 60_000,
+        cgroupHost: delegated(parent),
+      });
+      assertEquals(r.exitCode, 0, r.stderr);
+      const spun = await spunMs(workspace);
+      const charged = r.cpu.userMs + r.cpu.systemMs;
+      assertEquals(r.cpu.measuredBy, "cgroup");
+      assert(charged >= spun, `charged ${charged} ms, the unwaited child alone used ${spun} ms`);
+      const cores = navigator.hardwareConcurrency;
+      assert(charged <= r.durationMs * cores + 50, `${charged} ms of CPU in ${r.durationMs} ms`);
+    });
+  },
+);
+
+v2Test(
+  "cgroup v2: in a live session the unwaited child's CPU time is unclaimed CPU, charged at its end",
+  async (parent) => {
+    await withWorkspace(async (workspace) => {
+      const session = await startSession({ workspace }, { cgroupHost: delegated(parent) });
+      let own: number;
+      try {
+        const r = await session.exec(["perl", "-e", SPIN_IN_AN_UNWAITED_CHILD], {
+          timeoutMs: 60_000,
+        });
+        assertEquals(r.exitCode, 0, r.stderr);
+        own = r.cpu.userMs + r.cpu.systemMs; // the command's own report: not the child's
+      } finally {
+        await session.stop();
+      }
+      const spun = await spunMs(workspace);
+      const unclaimed = await session.unclaimedCpu;
+      const charged = own + unclaimed.userMs + unclaimed.systemMs;
+      assert(charged >= spun, `charged ${charged} ms in all, the unwaited child used ${spun} ms`);
     });
   },
 );
