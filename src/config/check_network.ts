@@ -65,39 +65,54 @@ function currentHostNetwork(): HostNetwork {
   }
 }
 
-/** Warns once per IP-literal entry that reaches a non-public address, or never reaches it. */
-function checkConsentEntries(config: CoopConfig, out: ConfigDiagnostic[]): void {
+/**
+ * The warnings for allowlist entries of one place (`path`, e.g. `users[1].sandbox`, and `who` it
+ * shapes): one per IP-literal entry that reaches a non-public address, or never reaches it — a
+ * gateway socket, say. Shared by coop.toml's tables and the Coopfiles' `[network]` (the build).
+ */
+export function allowEntryWarnings(
+  config: CoopConfig,
+  place: { path: string; who: string; allowDomains: readonly string[] },
+): ConfigDiagnostic[] {
+  const out: ConfigDiagnostic[] = [];
   const host = currentHostNetwork();
   const neverDial = gatewaySockets(config).map(parseSocketAddress);
-  for (const table of tables(config)) {
-    table.allowDomains?.forEach((source, j) => {
-      const entry = parseAllowEntry(source);
-      if (entry.address === undefined) return;
-      const path = `${table.path}.allow_domains[${j}]`;
-      for (const port of entry.ports) {
-        const consented = decideAddress(entry.address, { host, port, consent: true, neverDial });
-        if ("refused" in consented) {
-          out.push({
-            severity: "warning",
-            code: "config.allow_domains_never_dialed",
-            path,
-            message: `"${source}" (${table.who}) is never dialed, not even as an IP-literal ` +
-              `entry: ${entry.address}:${port} is ${consented.refused}; remove it`,
-          });
-          return;
-        }
+  place.allowDomains.forEach((source, j) => {
+    const entry = parseAllowEntry(source);
+    if (entry.address === undefined) return;
+    const path = `${place.path}.allow_domains[${j}]`;
+    for (const port of entry.ports) {
+      const consented = decideAddress(entry.address, { host, port, consent: true, neverDial });
+      if ("refused" in consented) {
+        out.push({
+          severity: "warning",
+          code: "config.allow_domains_never_dialed",
+          path,
+          message: `"${source}" (${place.who}) is never dialed, not even as an IP-literal ` +
+            `entry: ${entry.address}:${port} is ${consented.refused}; remove it`,
+        });
+        return;
       }
-      const plain = decideAddress(entry.address, { host, port: entry.ports[0], neverDial });
-      if ("address" in plain) return;
-      out.push({
-        severity: "warning",
-        code: "config.allow_domains_private",
-        path,
-        message: `"${source}" lets ${table.who} reach ${entry.address} on port ` +
-          `${entry.ports.join(" and ")}, ${plain.refused}: the proxy dials it only because this ` +
-          "IP-literal entry names it. Make sure that service is meant for them",
-      });
+    }
+    const plain = decideAddress(entry.address, { host, port: entry.ports[0], neverDial });
+    if ("address" in plain) return;
+    out.push({
+      severity: "warning",
+      code: "config.allow_domains_private",
+      path,
+      message: `"${source}" lets ${place.who} reach ${entry.address} on port ` +
+        `${entry.ports.join(" and ")}, ${plain.refused}: the proxy dials it only because this ` +
+        "IP-literal entry names it. Make sure that service is meant for them",
     });
+  });
+  return out;
+}
+
+/** Warns once per IP-literal entry of coop.toml that reaches a non-public address, or never. */
+function checkConsentEntries(config: CoopConfig, out: ConfigDiagnostic[]): void {
+  for (const table of tables(config)) {
+    if (!table.allowDomains) continue;
+    out.push(...allowEntryWarnings(config, { ...table, allowDomains: table.allowDomains }));
   }
 }
 

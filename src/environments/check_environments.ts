@@ -1,6 +1,7 @@
 /**
  * `coop check` for environments: every Coopfile the config references loads without error,
- * its base is built (and from this Coopfile), and it is not set where it cannot apply.
+ * its base is built (and from this Coopfile), it is not set where it cannot apply, and its
+ * build's IP-literal `[network] allow_domains` get the warnings coop.toml's do.
  * @module
  */
 import type { CoopConfig } from "../config/config.ts";
@@ -11,6 +12,7 @@ import {
   configWarning,
   formatDiagnostic,
 } from "../config/config_diagnostic.ts";
+import { allowEntryWarnings } from "../config/check_network.ts";
 import { environmentReferences } from "./environment_lifecycle.ts";
 import { loadEnvironment } from "./environment_state.ts";
 
@@ -52,6 +54,22 @@ export function checkEnvironments(config: CoopConfig): ConfigDiagnostic[] {
         ));
       }
       continue;
+    }
+    const network = environment.coopfile.network;
+    if (network.mode !== "none") {
+      // The build (`coop init`) dials through the same proxy rules, the gateway's sockets never.
+      const place = {
+        path: "network",
+        who: `the build of ${ref.coopfile}`,
+        allowDomains: network.allowDomains,
+      };
+      for (const warning of allowEntryWarnings(config, place)) {
+        out.push({
+          ...warning,
+          path: ref.key,
+          message: `${ref.coopfile}: ${warning.path}: ${warning.message}`,
+        });
+      }
     }
     if (environment.manifest === null) {
       const why = environment.manifestProblem ? `: ${environment.manifestProblem}` : "";

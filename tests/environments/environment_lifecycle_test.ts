@@ -244,3 +244,40 @@ Deno.test("reset, clean and status: per user, never beyond what they own", async
     );
   });
 });
+
+Deno.test("check: a Coopfile's IP-literal [network] allow_domains warn as coop.toml's do", () => {
+  withDir((dir) => {
+    write(
+      join(dir, "envs/Coopfile"),
+      '[base]\nimage = "host"\n[network]\nmode = "proxy"\n' +
+        'allow_domains = ["pypi.org", "127.0.0.1:8787", "10.0.0.5:8080"]\n',
+    );
+    write(join(dir, "other/Coopfile"), '[base]\nimage = "host"\n');
+    const http = '[channels.http]\nenabled = true\nlisten = "127.0.0.1:8787"\n' +
+      '[[channels.http.tokens]]\nid = "bob"\ntoken_env = "COOP_TEST_UNSET_TOKEN"\n';
+    const out = checkEnvironments(configIn(dir, http));
+    const coopfile = join(dir, "envs/Coopfile");
+    const never = out.filter((d) => d.code === "config.allow_domains_never_dialed");
+    deepStrictEqual(never.map((d) => [d.severity, d.path]), [["warning", "sandbox.environment"]]);
+    ok(
+      never[0].message.startsWith(
+        `${coopfile}: network.allow_domains[1]: "127.0.0.1:8787" (the build of ${coopfile}) ` +
+          "is never dialed",
+      ),
+      never[0].message,
+    );
+    const consent = out.filter((d) => d.code === "config.allow_domains_private");
+    deepStrictEqual(consent.map((d) => d.path), ["sandbox.environment"]);
+    ok(consent[0].message.includes('network.allow_domains[2]: "10.0.0.5:8080" lets the build'));
+    // Without a network the list is never used: nothing to say about it.
+    write(
+      coopfile,
+      '[base]\nimage = "host"\n[network]\nmode = "none"\nallow_domains = ["127.0.0.1:8787"]\n',
+    );
+    strictEqual(
+      checkEnvironments(configIn(dir, http)).filter((d) => d.code.startsWith("config.allow_"))
+        .length,
+      0,
+    );
+  });
+});
