@@ -3,7 +3,7 @@
  * unique names for sandbox cgroups, and small readers of cgroupfs files.
  * @module
  */
-import { readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import { ERRNO, errnoOf } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
@@ -84,16 +84,6 @@ export function writeControl(path: string, value: string): void {
   }
 }
 
-/** True when `path` exists. */
-export function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Reads `key N` from a flat-keyed cgroup file (`memory.events`, `pids.events`, v1
  * `memory.oom_control`); 0 when the file or the key is absent. One read and a line scan: it
@@ -142,6 +132,8 @@ export function cpuStatV2(dir: string): CgroupCpuTime | null {
  * of a hierarchy with the cpuacct controller; null when they are absent (another hierarchy).
  */
 export function cpuacctV1(dir: string): CgroupCpuTime | null {
+  // Most of a plan's hierarchies have no cpuacct, asked at every sandbox's end: no failed read.
+  if (!existsSync(`${dir}/cpuacct.usage_user`)) return null;
   try {
     const user = Number(readFileSync(`${dir}/cpuacct.usage_user`, "utf8").trim());
     const system = Number(readFileSync(`${dir}/cpuacct.usage_sys`, "utf8").trim());

@@ -5,14 +5,13 @@
  * after the init is reaped, leftovers are killed, violations read and the cgroups removed.
  * @module
  */
-import { mkdirSync, rmdirSync } from "node:fs";
+import { existsSync, mkdirSync, rmdirSync } from "node:fs";
 import {
   type CgroupCpuTime,
   cgroupSetupError,
   type CgroupViolations,
   counter,
   cpuacctV1,
-  exists,
   killAll,
   removeCgroupDir,
   type SandboxCgroup,
@@ -43,7 +42,7 @@ export class CgroupV1Sandbox implements SandboxCgroup {
         mkdirSync(dir);
         made.dirs.set(entry.controller, dir);
         for (const [file, value] of entry.files) {
-          if (file === "memory.memsw.limit_in_bytes" && !exists(`${dir}/${file}`)) continue;
+          if (file === "memory.memsw.limit_in_bytes" && !existsSync(`${dir}/${file}`)) continue;
           writeControl(`${dir}/${file}`, value);
         }
       }

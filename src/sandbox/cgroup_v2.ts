@@ -8,14 +8,13 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { mkdirSync, readFileSync, rmdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmdirSync } from "node:fs";
 import {
   type CgroupCpuTime,
   cgroupSetupError,
   type CgroupViolations,
   counter,
   cpuStatV2,
-  exists,
   killAll,
   removeCgroupDir,
   type SandboxCgroup,
@@ -64,7 +63,7 @@ export function enableControllers(parent: string, controllers: readonly string[]
 
 function moveProcessesToLeaf(parent: string): void {
   const leaf = `${parent}/${GATEWAY_LEAF}`;
-  if (!exists(leaf)) mkdirSync(leaf);
+  if (!existsSync(leaf)) mkdirSync(leaf);
   const pids = readFileSync(`${parent}/cgroup.procs`, "utf8").split("\n").filter(Boolean);
   for (const pid of pids) {
     try {
@@ -106,7 +105,7 @@ export class CgroupV2Sandbox implements SandboxCgroup {
       mkdirSync(dir);
       made = true;
       for (const [file, value] of plan.files) {
-        if (OPTIONAL_FILES.has(file) && !exists(`${dir}/${file}`)) continue;
+        if (OPTIONAL_FILES.has(file) && !existsSync(`${dir}/${file}`)) continue;
         writeControl(`${dir}/${file}`, value);
       }
     } catch (error) {
