@@ -13,19 +13,9 @@ import {
   startSession,
 } from "../../src/sandbox/mod.ts";
 import type { CgroupHost } from "../../src/sandbox/cgroup_host.ts";
-import { parseCgroupMounts, parseProcCgroup } from "../../src/sandbox/cgroup_host.ts";
 import { CgroupV2Sandbox, enableControllers, GATEWAY_LEAF } from "../../src/sandbox/cgroup_v2.ts";
 import { prestartedPids } from "../../src/sandbox/prestart.ts";
-import { SANDBOX_TESTS, until, withWorkspace } from "./harness.ts";
-
-/** This process's own cgroup v2 directory, or null. */
-function ownV2Dir(): string | null {
-  const mount = parseCgroupMounts(Deno.readTextFileSync("/proc/self/mountinfo"))
-    .find((m) => m.fstype === "cgroup2");
-  const path = parseProcCgroup(Deno.readTextFileSync("/proc/self/cgroup")).get("");
-  if (!mount || path === undefined || mount.root !== "/") return null;
-  return `${mount.point}${path === "/" ? "" : path}`;
-}
+import { ownV2Dir, SANDBOX_TESTS, until, withWorkspace } from "./harness.ts";
 
 /** A fresh cgroup below ours, or the reason there cannot be one. */
 function testParent(): string | { skip: string } {

@@ -5,6 +5,7 @@
  * @module
  */
 import { exec, type ExecOptions, type ExecResult } from "../../src/sandbox/mod.ts";
+import { parseCgroupMounts, parseProcCgroup } from "../../src/sandbox/cgroup_host.ts";
 
 /** True when the sandbox integration tests should run. */
 export const SANDBOX_TESTS = Deno.env.get("COOP_SANDBOX_TEST") === "1";
@@ -102,4 +103,13 @@ export function processFootprint(): { fds: number; threads: number; zombies: num
     }
   }
   return { fds, threads, zombies };
+}
+
+/** This process's own cgroup v2 directory, or null when no cgroup2 hierarchy is mounted. */
+export function ownV2Dir(): string | null {
+  const mount = parseCgroupMounts(Deno.readTextFileSync("/proc/self/mountinfo"))
+    .find((m) => m.fstype === "cgroup2");
+  const path = parseProcCgroup(Deno.readTextFileSync("/proc/self/cgroup")).get("");
+  if (!mount || path === undefined || mount.root !== "/") return null;
+  return `${mount.point}${path === "/" ? "" : path}`;
 }
