@@ -96,17 +96,22 @@ export function counter(path: string, key: string): number {
   } catch {
     return 0;
   }
+  return flatKey(text, key) ?? 0;
+}
+
+/** The integer value of `key` in the text of a flat-keyed cgroup file; undefined when absent. */
+function flatKey(text: string, key: string): number | undefined {
   const prefix = `${key} `;
   for (let start = 0; start < text.length;) {
     const end = text.indexOf("\n", start);
     const stop = end === -1 ? text.length : end;
     if (text.startsWith(prefix, start)) {
       const value = Number(text.slice(start + prefix.length, stop));
-      return Number.isInteger(value) ? value : 0;
+      return Number.isInteger(value) ? value : undefined;
     }
     start = stop + 1;
   }
-  return 0;
+  return undefined;
 }
 
 /**
@@ -120,9 +125,8 @@ export function cpuStatV2(dir: string): CgroupCpuTime | null {
   } catch {
     return null;
   }
-  const value = (key: string) => Number(new RegExp(`^${key} (\\d+)$`, "m").exec(text)?.[1]);
-  const user = value("user_usec"), system = value("system_usec");
-  return Number.isFinite(user) && Number.isFinite(system)
+  const user = flatKey(text, "user_usec"), system = flatKey(text, "system_usec");
+  return user !== undefined && system !== undefined
     ? { userMs: user / 1000, systemMs: system / 1000 }
     : null;
 }
