@@ -13,8 +13,9 @@
  * empty directories made by the worker after a sandbox of it ended, and the directories of
  * ended sandboxes wait until no sandbox with an environment has run for `IDLE_MS` — their
  * removal is a discard per directory block, which would compete for the disk with the next
- * command — and then go in one batch. Never more than `REMOVAL_BATCH` wait: the one that
- * makes the batch full sends it at once, so a gateway that never idles still removes them.
+ * command — and then go in one batch. A busy gateway sends them with the pool's next refill,
+ * one message for both, and never lets more than `REMOVAL_BATCH` wait: the one that makes the
+ * batch full sends it at once, so a gateway that never idles still removes them.
  * Each name carries the gateway's pid, so that a directory left by a process that died (pooled
  * or used) is recognised and swept, and one in use by another live process is not.
  * @module
@@ -22,6 +23,7 @@
 import {
   chmodSync,
   chownSync,
+  existsSync,
   lstatSync,
   mkdirSync,
   readdirSync,
@@ -44,11 +46,12 @@ const realm = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
 
 /**
  * Empty work directories kept ready per `work` (and owner). Refilled in one worker call once at
- * most `POOL_LOW` are left: a call costs ≈ 0.15 ms of CPU whatever it does, as much as making
- * a directory twice.
+ * most `POOL_LOW` are left: a call costs the event loop ≈ 0.15 ms of CPU whatever it does, as
+ * much as making a directory twice, and the worker more (docs/performance.md, session 18), so
+ * each refill makes several.
  */
-export const POOL_SIZE = 4;
-const POOL_LOW = 1;
+export const POOL_SIZE = 12;
+const POOL_LOW = 3;
 /** At most this many `work` directories have a pool; the least recently used one's goes. */
 const POOL_KEYS_MAX = 32;
 /** Directories of ended sandboxes that may wait for an idle moment; one more sends them all. */
@@ -103,19 +106,17 @@ export function makeWorkdirs(paths: string[], uid: number, gid: number, asRoot: 
   return made;
 }
 
-/** A pooled directory of `owner` that is still there as made; null when none is. */
+/**
+ * A pooled directory of `owner` that is still there; null when none is. Being there is enough:
+ * no sandbox sees `work`, and prepareRootfs checks before each sandbox that `work` is still the
+ * directory it made or checked, so what is there under a name this process chose is what the
+ * worker made (an `existsSync`, ≈ 1 µs, where a stat builds a whole `Stats`).
+ */
 function takePooled(owner: Owner): string | null {
-  const key = poolKey(owner);
-  const pool = pools.get(key);
+  const pool = pools.get(poolKey(owner));
   for (let path = pool?.shift(); path !== undefined; path = pool!.shift()) {
-    let info;
-    try {
-      info = lstatSync(path);
-    } catch {
-      continue; // removed with its environment (`coop sandbox reset`)
-    }
-    if (info.isDirectory() && info.uid === owner.ids.uid) return path;
-    discard(path);
+    if (existsSync(path)) return path;
+    // else removed with its environment (`coop sandbox reset`)
   }
   return null;
 }
@@ -157,14 +158,24 @@ function refill(owner: Owner): void {
   refilling.add(key);
   const names = Array.from({ length: POOL_SIZE - pool.length }, () => nextName(owner.work));
   const { uid, gid } = owner.ids;
+  // What waits for removal goes along: the worker is woken once for both.
+  const removals = takeWaiting();
   track(
-    runOffLoop<string[]>(new URL(import.meta.url), "makeWorkdirs", [names, uid, gid, owner.asRoot])
-      .then((made) => {
-        // Dropped while it ran (the pool's key evicted, or `workdirRemovalsSettled`): removed.
-        if (pools.get(key) === pool) pool.push(...made);
-        else for (const dir of made) discard(dir);
-      }, (error) => log.debug("sandbox.workdir pool refill failed: {error}", { error }))
-      .finally(() => refilling.delete(key)),
+    runOffLoop<[string[], [string, string][]]>(new URL(import.meta.url), "renewWorkdirs", [
+      removals,
+      names,
+      uid,
+      gid,
+      owner.asRoot,
+    ]).then(([made, failures]) => {
+      logRemovalFailures(failures);
+      // Dropped while it ran (the pool's key evicted, or `workdirRemovalsSettled`): removed.
+      if (pools.get(key) === pool) pool.push(...made);
+      else for (const dir of made) discard(dir);
+    }, (error) => {
+      removals.forEach((path) => logRemovalFailure(path, (error as Error).message));
+      log.debug("sandbox.workdir pool refill failed: {error}", { error });
+    }).finally(() => refilling.delete(key)),
   );
 }
 
@@ -195,16 +206,37 @@ export function removeWorkdirs(paths: string[]): [string, string][] {
   return failures;
 }
 
-/** Sends every waiting directory to the worker for removal, in one batch. */
-function removeWaiting(): void {
+/**
+ * On the worker: removes `remove` (as `removeWorkdirs`), then makes `make` (as `makeWorkdirs`);
+ * returns what it made and the removals that failed.
+ */
+export function renewWorkdirs(
+  remove: string[],
+  make: string[],
+  uid: number,
+  gid: number,
+  asRoot: boolean,
+): [string[], [string, string][]] {
+  const failures = removeWorkdirs(remove);
+  return [makeWorkdirs(make, uid, gid, asRoot), failures];
+}
+
+/** The directories waiting for removal, now no longer waiting (the idle timer is stopped). */
+function takeWaiting(): string[] {
   if (idleTimer) clearTimeout(idleTimer);
   idleTimer = null;
-  if (waiting.length === 0) return;
   const batch = waiting;
   waiting = [];
+  return batch;
+}
+
+/** Sends every waiting directory to the worker for removal, in one batch. */
+function removeWaiting(): void {
+  const batch = takeWaiting();
+  if (batch.length === 0) return;
   track(
     runOffLoop<[string, string][]>(new URL(import.meta.url), "removeWorkdirs", [batch]).then(
-      (failures) => failures.forEach(([path, error]) => logRemovalFailure(path, error)),
+      logRemovalFailures,
       (error) => batch.forEach((path) => logRemovalFailure(path, (error as Error).message)),
     ),
   );
@@ -212,6 +244,10 @@ function removeWaiting(): void {
 
 function logRemovalFailure(path: string, error: string): void {
   log.warn("sandbox.workdir removal of {path} failed: {error}", { path, error });
+}
+
+function logRemovalFailures(failures: [string, string][]): void {
+  for (const [path, error] of failures) logRemovalFailure(path, error);
 }
 
 /** Queues `path` for removal: at once when REMOVAL_BATCH wait, else once the process idles. */
