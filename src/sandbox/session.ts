@@ -146,6 +146,7 @@ export async function startSession(
     pending,
     ended,
     unclaimedCpu,
+    claimed,
     () => alive,
   );
   init.quota?.watch(() => void session.stop());
@@ -165,6 +166,7 @@ class LiveSession implements SessionSandbox {
     private readonly pending: Map<number, Pending>,
     readonly ended: Promise<void>,
     readonly unclaimedCpu: Promise<SessionCpuTime>,
+    private readonly claimed: Readonly<SessionCpuTime>,
     private readonly isAlive: () => boolean,
   ) {
     this.pid = init.out[OUT.pid];
@@ -172,6 +174,15 @@ class LiveSession implements SessionSandbox {
 
   get alive(): boolean {
     return this.isAlive();
+  }
+
+  unclaimedCpuSoFar(): SessionCpuTime | null {
+    const counted = this.alive ? this.init.cgroup?.cpuTime() ?? null : null;
+    if (!counted) return null;
+    return {
+      userMs: Math.max(0, counted.userMs - this.claimed.userMs),
+      systemMs: Math.max(0, counted.systemMs - this.claimed.systemMs),
+    };
   }
 
   stop(): Promise<void> {

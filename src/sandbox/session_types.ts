@@ -59,6 +59,13 @@ export interface SessionSandbox {
    * session ran is counted once (the init's `wait4` rusage less what the commands reported).
    */
   readonly unclaimedCpu: Promise<SessionCpuTime>;
+  /**
+   * The CPU time no command's result has reported so far, as the session's cgroup counts it
+   * (what runs in the background, the init, and what a command still running has used), while
+   * the session runs; null where no cgroup counts CPU (the rlimit path, a cgroup v1 hierarchy
+   * without `cpuacct`) — there it is known only once the session has ended (`unclaimedCpu`).
+   */
+  unclaimedCpuSoFar(): SessionCpuTime | null;
   /** Whether the session still runs. */
   readonly alive: boolean;
   /** Runs `argv` in the session and waits for it (not for what it left in the background). */

@@ -7,6 +7,11 @@
  * `<state_dir>/sandboxes/` for the CLI (live_sandbox_files.ts). However it ends, the hooks of
  * its latest command run once it is gone: the CPU time its background processes used is
  * charged (`onCpuSeconds`), and the workspace is scanned once more (`afterEnd`).
+ *
+ * Where the session's cgroup counts CPU, what runs in the background is charged while it runs
+ * too: after each command, and every `chargeEveryMs` while no command runs. Charged only at the
+ * end, a person could keep a CPU-bound job running behind a session kept alive by chatting,
+ * and every turn would pass the `sandbox_seconds_per_day` budget at the door meanwhile.
  * @module
  */
 import { randomBytes } from "node:crypto";
@@ -41,6 +46,11 @@ export interface SessionEndHooks {
 /** Starts a session sandbox (tests may inject one). */
 export type SessionStarter = (policy: SandboxPolicyInput) => Promise<SessionSandbox>;
 
+/** How often a live sandbox's background CPU is charged while no command runs, by default. */
+export const CHARGE_EVERY_MS = 5000;
+/** Background CPU below this waits for the next charge (each late charge is a usage write). */
+const MIN_CHARGE_MS = 10;
+
 interface Entry {
   id: string;
   key: SessionKey;
@@ -52,6 +62,10 @@ interface Entry {
   running: number;
   /** The latest command's hooks, run at the end. */
   hooks: SessionEndHooks;
+  /** Background CPU charged while the sandbox ran (milliseconds); the end charges the rest. */
+  chargedMs: number;
+  /** Charges the background CPU every `chargeEveryMs` while it lives. */
+  meter?: ReturnType<typeof setInterval>;
   /** Settles once the sandbox has ended and its hooks have run. */
   finished: Promise<void>;
 }
@@ -71,11 +85,20 @@ export class SessionSandboxes {
   readonly #entries = new Map<string, Entry>();
   readonly #stateDir: string;
   readonly #start: SessionStarter;
+  readonly #chargeEveryMs: number;
 
-  /** `stateDir` receives the files `coop sandbox ps` reads. */
-  constructor(stateDir: string, start: SessionStarter = (policy) => startSession(policy)) {
+  /**
+   * `stateDir` receives the files `coop sandbox ps` reads; `chargeEveryMs` is how often the
+   * background CPU of an idle live sandbox is charged.
+   */
+  constructor(
+    stateDir: string,
+    start: SessionStarter = (policy) => startSession(policy),
+    chargeEveryMs = CHARGE_EVERY_MS,
+  ) {
     this.#stateDir = stateDir;
     this.#start = start;
+    this.#chargeEveryMs = chargeEveryMs;
   }
 
   /** How many session sandboxes are live (or starting). */
@@ -98,11 +121,13 @@ export class SessionSandboxes {
     // The latest turn's meter pays for what the session runs in the background until it ends.
     entry.hooks = { onCpuSeconds: options.onCpuSeconds, afterEnd: options.afterEnd };
     entry.running++;
+    let live: SessionSandbox | undefined;
     try {
-      const sandbox = await entry.sandbox;
-      return await sandbox.exec(argv, options);
+      live = await entry.sandbox;
+      return await live.exec(argv, options);
     } finally {
       entry.running--;
+      if (live) this.#chargeBackground(entry, live);
       if (entry.running === 0 && this.#entries.get(keyOf(key)) === entry) {
         entry.idle = setTimeout(() => {
           log.info("sandbox.session.idle {user} {id}: stopped after {idleMs} ms unused", {
@@ -152,6 +177,7 @@ export class SessionSandboxes {
       sandbox,
       running: 0,
       hooks: {},
+      chargedMs: 0,
       finished: Promise.resolve(),
     };
     this.#entries.set(k, entry);
@@ -171,11 +197,14 @@ export class SessionSandboxes {
         pid: live.pid,
         channel: key.channel,
       });
+      entry.meter = setInterval(() => this.#chargeBackground(entry, live), this.#chargeEveryMs);
+      Deno.unrefTimer?.(entry.meter as unknown as number);
       // However it ends — stop(), `coop sandbox stop`, the init dying — it is forgotten, and
       // what it did since the last command is charged and scanned.
       return live.ended.then(async () => {
         removeLiveSandbox(this.#stateDir, id);
         clearTimeout(entry.idle);
+        clearInterval(entry.meter);
         if (this.#entries.get(k) === entry) this.#entries.delete(k);
         log.info("sandbox.session.ended {user} {id}", { user: key.user, id });
         await this.#settle(entry, live);
@@ -186,12 +215,42 @@ export class SessionSandboxes {
     return entry;
   }
 
+  /**
+   * Charges the background CPU the session's cgroup has counted since the last charge, when no
+   * command runs (a running command's own CPU is charged with its result); nothing where no
+   * cgroup counts it.
+   */
+  #chargeBackground(entry: Entry, live: SessionSandbox): void {
+    if (entry.running > 0) return;
+    const cpu = live.unclaimedCpuSoFar();
+    if (!cpu) return;
+    const ms = cpu.userMs + cpu.systemMs - entry.chargedMs;
+    if (ms < MIN_CHARGE_MS) return;
+    entry.chargedMs += ms;
+    log.debug("sandbox.session.cpu {user} {id}: {seconds} s in the background, charged", {
+      user: entry.key.user,
+      id: entry.id,
+      seconds: ms / 1000,
+    });
+    try {
+      entry.hooks.onCpuSeconds?.(ms / 1000);
+    } catch (error) {
+      // A timer's callback, or a command's end: the command's result stands either way.
+      log.error("sandbox.session.charge_failed {user} {id}: {error}", {
+        user: entry.key.user,
+        id: entry.id,
+        error: errorMessage(error),
+      });
+    }
+  }
+
   /** Charges the CPU time no command reported and runs the last scan; never throws. */
   async #settle(entry: Entry, live: SessionSandbox): Promise<void> {
     const { onCpuSeconds, afterEnd } = entry.hooks;
     try {
       const cpu = await live.unclaimedCpu;
-      const seconds = (cpu.userMs + cpu.systemMs) / 1000;
+      // What was charged while it ran is not charged again.
+      const seconds = Math.max(0, cpu.userMs + cpu.systemMs - entry.chargedMs) / 1000;
       log.info("sandbox.session.cpu {user} {id}: {seconds} s not charged with a command", {
         user: entry.key.user,
         id: entry.id,

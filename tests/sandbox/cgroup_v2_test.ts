@@ -15,6 +15,7 @@ import {
 import type { CgroupHost } from "../../src/sandbox/cgroup_host.ts";
 import { CgroupV2Sandbox, enableControllers, GATEWAY_LEAF } from "../../src/sandbox/cgroup_v2.ts";
 import { prestartedPids } from "../../src/sandbox/prestart.ts";
+import { SessionSandboxes } from "../../src/tools/session_sandboxes.ts";
 import { ownV2Dir, SANDBOX_TESTS, until, withWorkspace } from "./harness.ts";
 
 /** A fresh cgroup below ours, or the reason there cannot be one. */
@@ -172,6 +173,61 @@ v2Test(
       const unclaimed = await session.unclaimedCpu;
       const charged = own + unclaimed.userMs + unclaimed.systemMs;
       assert(charged >= spun, `charged ${charged} ms in all, the unwaited child used ${spun} ms`);
+    });
+  },
+);
+
+v2Test(
+  "cgroup v2: a live session's background job is charged while the session lives, once",
+  async (parent) => {
+    await withWorkspace(async (workspace) => {
+      const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+      const sessions = new SessionSandboxes(
+        state,
+        (policy) => startSession(policy, { cgroupHost: delegated(parent) }),
+        100,
+      );
+      const charges: number[] = [];
+      const charged = () => charges.reduce((a, b) => a + b, 0) * 1000;
+      const key = { channel: "http", user: "bob", session: "s1" };
+      const options = {
+        idleTimeoutMs: 120_000,
+        timeoutMs: 60_000,
+        onCpuSeconds: (seconds: number) => charges.push(seconds),
+      };
+      const start = performance.now();
+      try {
+        // The job goes to the background and the command returns at once: a person could keep
+        // it running behind a session kept alive by chatting, every turn let in at the door.
+        await Deno.writeTextFile(`${workspace}/spin.pl`, SPIN_IN_AN_UNWAITED_CHILD);
+        const r = await sessions.exec(key, { workspace }, [
+          "sh",
+          "-c",
+          "perl /work/spin.pl >/dev/null 2>&1 &",
+        ], options);
+        assertEquals(r.exitCode, 0, r.stderr);
+        const done = await until(() => {
+          try {
+            return Deno.readTextFileSync(`${workspace}/spun`).endsWith("\n");
+          } catch {
+            return false;
+          }
+        }, 60_000);
+        assert(done, "the background job never finished spinning");
+        const spun = await spunMs(workspace);
+        // No command since: the registry's meter charges it, the session still live.
+        assert(await until(() => charged() >= spun, 10_000), `charged ${charged()} of ${spun} ms`);
+        assertEquals(sessions.size, 1, "charged while the session lives, not at its end");
+      } finally {
+        await sessions.stopAll();
+        await Deno.remove(state, { recursive: true });
+      }
+      // The end charges only what the meter had not: the job once, not again with the rest.
+      const spun = await spunMs(workspace);
+      assert(charged() < spun * 1.5 + 100, `${charged()} ms charged in all for ${spun} ms`);
+      const elapsed = performance.now() - start;
+      const cores = navigator.hardwareConcurrency;
+      assert(charged() <= elapsed * cores + 50, `${charged()} ms charged in ${elapsed} ms`);
     });
   },
 );
