@@ -31,6 +31,8 @@ function installPackage(): Promise<string> {
     const tarball = pack.stdout.trim().split("\n").pop()!;
     assertMatch(tarball, /\/coop-sandbox-\d+\.\d+\.\d+\.tgz$/);
     const dir = await Deno.makeTempDir({ prefix: "coop-npm-install-" });
+    // Shared by the file's tests: removed when it unloads (each run left one in /tmp).
+    globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
     await Deno.writeTextFile(`${dir}/package.json`, '{ "private": true, "type": "module" }\n');
     const install = await run(
       "npm",

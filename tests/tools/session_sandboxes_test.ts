@@ -7,6 +7,8 @@ import { assert, assertEquals, assertNotEquals } from "../assert.ts";
 import { SessionSandboxes } from "../../src/tools/session_sandboxes.ts";
 import { listLiveSandboxes } from "../../src/tools/live_sandbox_files.ts";
 import { sandboxTest, withWorkspace } from "../sandbox/harness.ts";
+import { removeTree } from "../sandbox/environment_fixture.ts";
+import { environmentWritesSettled } from "../../src/sandbox/mod.ts";
 
 function ended(pid: number): boolean {
   try {
@@ -127,7 +129,9 @@ sandboxTest(
       } finally {
         await sessions.stopAll();
         await Deno.remove(state, { recursive: true });
-        await Deno.remove(layers, { recursive: true }).catch(() => {});
+        // The pool's refill must end before the tree goes; overlayfs left work/work mode 000.
+        await environmentWritesSettled();
+        await removeTree(layers);
       }
     });
   },

@@ -20,6 +20,11 @@ async function canary(content: string): Promise<string> {
   return `${dir}/secret`;
 }
 
+/** Removes a canary's directory (each run of the suite left three behind in /tmp). */
+async function removeCanary(path: string): Promise<void> {
+  await Deno.remove(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+}
+
 /** A repository the owner keeps in the workspace, and one in a project below it. */
 async function plantRepository(ws: string): Promise<string> {
   for (const repo of [".git", "app/.git"]) {
@@ -45,6 +50,7 @@ attackSuite("§4.1", [
     id: "F1",
     name: "read owner secrets",
     prepare: () => canary("F1-SECRET-BYTES"),
+    teardown: removeCanary,
     script:
       `cat ${hostHome}/.ssh/id_ed25519 ${hostHome}/.aws/credentials /etc/shadow /var/lib/coop/*.db "$1" 2>&1; echo rc=$?`,
     expect: (r) => {
@@ -57,6 +63,7 @@ attackSuite("§4.1", [
     id: "F2",
     name: "write outside the workspace",
     prepare: () => canary("F2-original"),
+    teardown: removeCanary,
     script: `touch /etc/x /usr/bin/x ${hostHome}/.bashrc 2>&1; echo tampered >> "$1"; echo rc=$?`,
     expect: async (r, _ws, path) => {
       assertMatch(r.stdout, /\/etc\/x': Read-only file system/);
@@ -69,6 +76,7 @@ attackSuite("§4.1", [
     id: "F3",
     name: "symlink escape through the workspace",
     prepare: () => canary("F3-original"),
+    teardown: removeCanary,
     script:
       `ln -s "$1" /work/link && echo tampered >> /work/link; ln -s /etc/passwd /work/p && echo x >> /work/p; echo done`,
     expect: async (r, ws, path) => {
