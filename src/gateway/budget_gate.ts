@@ -14,6 +14,7 @@ import type { TurnUsage, UsageStore, UsageSubject, UsageTotals } from "../state/
 import { matchGroup, type Route } from "./router.ts";
 
 const log = getLogger(["coop", "gateway"]);
+const SANDBOX_SECONDS = "sandbox_seconds_per_day";
 
 /** A budget that applies to a turn: whose, where it is configured, and its limits. */
 export interface BudgetScope {
@@ -86,6 +87,11 @@ export interface TurnMeter {
   addTokens(tokens: number): void;
   /** CPU seconds one sandboxed command used, measured. */
   addSandboxSeconds(seconds: number): void;
+  /**
+   * Whether a `sandbox_seconds_per_day` budget of this turn (its person's, its group chat's) is
+   * spent now: a live session sandbox whose background CPU spends it is stopped.
+   */
+  sandboxBudgetSpent(): boolean;
   /**
    * The turn has answered (its usage is committed with its flush): what is charged to it from
    * now on — a live session's background CPU when the session ends — is committed at once.
@@ -167,7 +173,8 @@ export class BudgetGate {
    * as their own usage only, never against a group chat's budget.
    */
   admit(turn: BudgetedTurn): TurnMeter {
-    for (const scope of this.scopesFor(turn.route, turn.channel, turn.group)) {
+    const scopes = this.scopesFor(turn.route, turn.channel, turn.group);
+    for (const scope of scopes) {
       const spent = this.#spent(scope);
       if (spent) {
         log.warn("gateway.budget_exceeded {setting}: {used} of {limit}", {
@@ -196,6 +203,8 @@ export class BudgetGate {
         this.#usage.addSandboxSeconds(id, seconds);
         late();
       },
+      sandboxBudgetSpent: () =>
+        scopes.some((scope) => this.#spent(scope, SANDBOX_SECONDS) !== null),
       end: () => ended = true,
     };
   }
@@ -204,11 +213,13 @@ export class BudgetGate {
     return group === undefined ? undefined : matchGroup(this.#config.groups, channel, group);
   }
 
-  #spent(scope: BudgetScope): BudgetExceededError | null {
+  /** The first budget of `scope` that is spent (of kind `only`, when given), or null. */
+  #spent(scope: BudgetScope, only?: BudgetKind["key"]): BudgetExceededError | null {
     const subject: UsageSubject = scope.scope === "user"
       ? { person: scope.name }
       : { group: scope.name };
     for (const kind of BUDGET_KINDS) {
+      if (only !== undefined && kind.key !== only) continue;
       const limit = scope.budget[kind.key];
       if (limit === undefined) continue;
       const used = amountOf(kind.key, this.#usage.totals(subject, kind.windowMs));

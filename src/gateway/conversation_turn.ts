@@ -112,6 +112,7 @@ export async function runConversationTurn(
         user,
         cronJob: request.cronJob,
         onSandboxSeconds: meter.addSandboxSeconds,
+        sandboxBudgetSpent: meter.sandboxBudgetSpent,
         session: request.group
           ? groupSandboxSession(channel, request.group.id, principal.name)
           : key,

@@ -58,6 +58,7 @@ export interface GatewayDependencies {
   walSync?: SyncData;
   /** The clock of pairing codes (expiry, re-sends); default `Date.now`. */
   now?: () => number;
+  sessionSandboxes?: SessionSandboxes; // the live sessions' registry (tests: fake sessions)
 }
 
 /**
@@ -110,7 +111,7 @@ export class Gateway {
     this.sessions = new SessionStore(db, undefined, this.#wal);
     this.pairing = new PairingStore(db);
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
-    this.sessionSandboxes = new SessionSandboxes(config.agent.stateDir);
+    this.sessionSandboxes = deps.sessionSandboxes ?? new SessionSandboxes(config.agent.stateDir);
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
     this.#usage = new UsageStore(db, undefined, this.#wal);

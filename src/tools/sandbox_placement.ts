@@ -70,6 +70,8 @@ export interface UserSandbox {
   session?: SessionKey;
   /** With a live session sandbox: runs once it has ended (the workspace's last scan). */
   afterSessionEnd?: (session: { startedAt: number }) => Promise<unknown>;
+  /** With a live session sandbox: whether the budget its CPU goes to is spent (it is stopped). */
+  budgetSpent?: () => boolean;
 }
 
 /**
@@ -180,9 +182,11 @@ export class SandboxPlacement {
         ? await this.#sessions.exec(session, policy, argv, {
           ...options,
           idleTimeoutMs: settings.idleTimeoutMs,
-          // What its background processes use is charged, and scanned, when it ends.
+          // What its background processes use is charged as it runs (where a cgroup counts it)
+          // or when it ends, and scanned when it ends; a budget that spends stops it.
           onCpuSeconds,
           afterEnd: sandbox.afterSessionEnd,
+          budgetSpent: sandbox.budgetSpent,
         })
         // One sandbox at a time on an upper layer: overlayfs gives undefined results when one
         // upper directory is mounted twice at once (a person's concurrent turns wait here).

@@ -41,6 +41,11 @@ export interface SessionEndHooks {
   onCpuSeconds?: (seconds: number) => void;
   /** Runs once the sandbox is gone (the last workspace scan); `stop()` waits for it. */
   afterEnd?: (session: { startedAt: number }) => Promise<unknown>;
+  /**
+   * Whether the budget `onCpuSeconds` charges is spent; asked after each charge of background
+   * CPU while the sandbox lives, which is stopped when it is.
+   */
+  budgetSpent?: () => boolean;
 }
 
 /** Starts a session sandbox (tests may inject one). */
@@ -119,7 +124,11 @@ export class SessionSandboxes {
     const entry = await this.#entryFor(key, policy);
     clearTimeout(entry.idle);
     // The latest turn's meter pays for what the session runs in the background until it ends.
-    entry.hooks = { onCpuSeconds: options.onCpuSeconds, afterEnd: options.afterEnd };
+    entry.hooks = {
+      onCpuSeconds: options.onCpuSeconds,
+      afterEnd: options.afterEnd,
+      budgetSpent: options.budgetSpent,
+    };
     entry.running++;
     let live: SessionSandbox | undefined;
     try {
@@ -232,8 +241,10 @@ export class SessionSandboxes {
       id: entry.id,
       seconds: ms / 1000,
     });
+    let spent = false;
     try {
       entry.hooks.onCpuSeconds?.(ms / 1000);
+      spent = entry.hooks.budgetSpent?.() ?? false;
     } catch (error) {
       // A timer's callback, or a command's end: the command's result stands either way.
       log.error("sandbox.session.charge_failed {user} {id}: {error}", {
@@ -242,6 +253,14 @@ export class SessionSandboxes {
         error: errorMessage(error),
       });
     }
+    if (!spent || this.#entries.get(keyOf(entry.key)) !== entry) return;
+    // The budget refuses the person's next turn at the door; what they left running stops now.
+    log.warn("sandbox.session.budget_spent {user} {id}: stopped, with its background processes", {
+      event: "sandbox.session.budget_spent",
+      user: entry.key.user,
+      id: entry.id,
+    });
+    void this.stop(entry.key);
   }
 
   /** Charges the CPU time no command reported and runs the last scan; never throws. */

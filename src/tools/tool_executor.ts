@@ -81,6 +81,8 @@ export interface ToolCall {
   signal?: AbortSignal;
   /** Receives the measured CPU seconds of each sandboxed command the call ran (budgets). */
   onSandboxSeconds?: (seconds: number) => void;
+  /** Whether the sandbox-seconds budget those seconds go to is spent (a live session ends). */
+  sandboxBudgetSpent?: () => boolean;
   /**
    * The chat session the call belongs to: its live sandbox with `lifetime = "session"`, an
    * environment's `COOP_SESSION` and session uppers.
@@ -257,6 +259,7 @@ export class ToolExecutor {
               maxEntries: settings.scanLimit,
               session: true,
             }),
+          ...(call.sandboxBudgetSpent ? { budgetSpent: call.sandboxBudgetSpent } : {}),
         }
         : {}),
     });

@@ -131,6 +131,25 @@ Deno.test("budget: tokens and sandbox seconds count as they are measured", () =>
   db.close();
 });
 
+Deno.test("budget: a turn's meter tells when its sandbox seconds are spent, and only those", () => {
+  const { db, gate, user } = setup();
+  const bob = { route: user("bob"), person: "bob", channel: "http" };
+  const meter = gate.admit(bob);
+  meter.addTokens(1000); // the token budget is spent: not the sandbox seconds
+  strictEqual(meter.sandboxBudgetSpent(), false);
+  meter.addSandboxSeconds(59.5);
+  strictEqual(meter.sandboxBudgetSpent(), false);
+  meter.end();
+  // A live session's background CPU, charged after the turn answered, spends it.
+  meter.addSandboxSeconds(0.5);
+  strictEqual(meter.sandboxBudgetSpent(), true);
+  // The owner without a budget of their own has none to spend.
+  const owner = gate.admit({ route: user("alice"), person: "alice", channel: "http" });
+  owner.addSandboxSeconds(1e6);
+  strictEqual(owner.sandboxBudgetSpent(), false);
+  db.close();
+});
+
 Deno.test("budget: the owner is exempt unless their own entry sets a budget", () => {
   const { db, gate, user } = setup();
   for (let i = 0; i < 10; i++) {

@@ -5,8 +5,8 @@
  *   older than that call) is disabled at the next call, or when the session sandbox ends when no
  *   call follows — and the owner's real git on the host then does not run it (ATTACKS F27);
  * - the CPU time background processes burn — ones that exit on their own and ones the session's
- *   end kills, by the gateway or by `coop sandbox stop` — is charged to bob when the session
- *   ends, so `sandbox_seconds_per_day` refuses his next turn (docs/limits.md).
+ *   end kills, by the gateway or by `coop sandbox stop` — is charged to bob by the time the
+ *   session ends, so `sandbox_seconds_per_day` refuses his next turn (docs/limits.md).
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -177,9 +177,10 @@ sandboxTest(
       assertEquals(first.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
       const burnt = (name: string) => until(() => existsSync(join(ws, name)), 60_000);
       assert(await burnt("done") && await burnt("spun1"), "the burners never got their CPU time");
-      assert(spent() < 0.5, `only the command itself is charged while it runs: ${spent()}`);
+      // Where the session's cgroup counts CPU, some is charged already (every 5 s: the
+      // registry's meter); on the rlimit path and v1 without cpuacct, none until the end.
       await gateway.sessionSandboxes.stop(key);
-      assert(spent() >= 1.99, `s1's background CPU is charged at its end: ${spent()} s`);
+      assert(spent() >= 1.99, `s1's background CPU is charged by its end: ${spent()} s`);
 
       const second = await gateway.handle({ ...bob, session: "s2", text: "spin" });
       assertEquals(second.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);

@@ -7,36 +7,7 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import { SessionSandboxes } from "../../src/tools/session_sandboxes.ts";
-import type { ExecResult, SessionCpuTime, SessionSandbox } from "../../src/sandbox/mod.ts";
-
-/** A session whose unclaimed CPU is `counted` (null: no cgroup counts it) until it ends. */
-class FakeSession implements SessionSandbox {
-  readonly pid = 4242;
-  readonly startedAt = Date.now();
-  counted: number | null = 0;
-  /** The whole unclaimed CPU at the end (the init's rusage less the commands'). */
-  finalMs = 0;
-  alive = true;
-  #end!: (cpu: SessionCpuTime) => void;
-  readonly unclaimedCpu = new Promise<SessionCpuTime>((resolve) => this.#end = resolve);
-  readonly ended = this.unclaimedCpu.then(() => {});
-  /** Commands wait for this when set (a command that is still running). */
-  running: Promise<void> | null = null;
-
-  unclaimedCpuSoFar(): SessionCpuTime | null {
-    return this.alive && this.counted !== null ? { userMs: this.counted, systemMs: 0 } : null;
-  }
-
-  async exec(): Promise<ExecResult> {
-    await this.running;
-    return { exitCode: 0, cpu: { userMs: 1, systemMs: 0, measuredBy: "rusage" } } as ExecResult;
-  }
-
-  stop(): Promise<void> {
-    if (this.alive) this.alive = false, this.#end({ userMs: this.finalMs, systemMs: 0 });
-    return this.ended;
-  }
-}
+import { FakeSession } from "./fake_session.ts";
 
 const key = { channel: "http", user: "bob", session: "s1" };
 const POLICY = { workspace: "/nonexistent-fake", network: "none" as const };
@@ -57,10 +28,16 @@ async function withSessions(
   }
 }
 
-function run(sessions: SessionSandboxes, charges: number[], onCpu?: (s: number) => void) {
+function run(
+  sessions: SessionSandboxes,
+  charges: number[],
+  onCpu?: (s: number) => void,
+  budgetSpent?: () => boolean,
+) {
   return sessions.exec(key, POLICY, ["true"], {
     idleTimeoutMs: 60_000,
     onCpuSeconds: onCpu ?? ((seconds) => charges.push(seconds)),
+    budgetSpent,
   });
 }
 
@@ -133,5 +110,23 @@ Deno.test("a charge that throws leaves the command's result alone", async () => 
       throw new Error("disk full");
     });
     assertEquals(r.exitCode, 0);
+  });
+});
+
+Deno.test("background CPU that spends the budget stops the session", async () => {
+  await withSessions(async (sessions, fake, charges) => {
+    const limitMs = 300;
+    const spent = () => sum(charges) >= limitMs;
+    await run(sessions, charges, undefined, spent);
+    fake.counted = 200;
+    await run(sessions, charges, undefined, spent);
+    assert(fake.alive, "under the budget: it runs on");
+    assertEquals(sessions.size, 1);
+    fake.counted = 350; // the job spins on in the background, no command needed
+    const until = Date.now() + 10_000;
+    while (fake.alive && Date.now() < until) await pause(CHARGE_EVERY_MS);
+    assert(!fake.alive, "the budget is spent: the session and its job are stopped");
+    assertEquals(sessions.size, 0);
+    assertEquals(sum(charges), 350);
   });
 });
