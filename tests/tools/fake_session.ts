@@ -4,6 +4,7 @@
  * @module
  */
 import type { ExecResult, SessionCpuTime, SessionSandbox } from "../../src/sandbox/mod.ts";
+import { commandResult } from "../fixtures/command_result.ts";
 
 /** A session whose unclaimed CPU is `counted` (null: no cgroup counts it) until it ends. */
 export class FakeSession implements SessionSandbox {
@@ -26,13 +27,7 @@ export class FakeSession implements SessionSandbox {
   async exec(): Promise<ExecResult> {
     await this.running;
     return {
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      stdout: "",
-      stderr: "",
-      truncated: false,
-      durationMs: 1,
+      ...commandResult(),
       hardening: { landlockAbi: 6, seccomp: true },
       oomKilled: false,
       pidsLimitHit: null,
