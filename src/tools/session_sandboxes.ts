@@ -51,6 +51,14 @@ export interface SessionEndHooks {
 /** Starts a session sandbox (tests may inject one). */
 export type SessionStarter = (policy: SandboxPolicyInput) => Promise<SessionSandbox>;
 
+/** How a registry starts its sandboxes and meters them (tests change both). */
+export interface SessionSandboxesOptions {
+  /** Starts a session sandbox; default `startSession(policy)`. */
+  start?: SessionStarter;
+  /** How often an idle live sandbox's background CPU is charged; default `CHARGE_EVERY_MS`. */
+  chargeEveryMs?: number;
+}
+
 /** How often a live sandbox's background CPU is charged while no command runs, by default. */
 export const CHARGE_EVERY_MS = 5000;
 /** Background CPU below this waits for the next charge (each late charge is a usage write). */
@@ -92,18 +100,11 @@ export class SessionSandboxes {
   readonly #start: SessionStarter;
   readonly #chargeEveryMs: number;
 
-  /**
-   * `stateDir` receives the files `coop sandbox ps` reads; `chargeEveryMs` is how often the
-   * background CPU of an idle live sandbox is charged.
-   */
-  constructor(
-    stateDir: string,
-    start: SessionStarter = (policy) => startSession(policy),
-    chargeEveryMs = CHARGE_EVERY_MS,
-  ) {
+  /** `stateDir` receives the files `coop sandbox ps` reads. */
+  constructor(stateDir: string, options: SessionSandboxesOptions = {}) {
     this.#stateDir = stateDir;
-    this.#start = start;
-    this.#chargeEveryMs = chargeEveryMs;
+    this.#start = options.start ?? ((policy) => startSession(policy));
+    this.#chargeEveryMs = options.chargeEveryMs ?? CHARGE_EVERY_MS;
   }
 
   /** How many session sandboxes are live (or starting). */

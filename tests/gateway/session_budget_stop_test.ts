@@ -38,11 +38,10 @@ Deno.test("a live session whose background CPU spends the budget is stopped", as
       const config = parseConfig(text, join(dir, "coop.toml"), dir);
       const db = openStateDb(config.agent.stateDir);
       const fake = new FakeSession();
-      const sessionSandboxes = new SessionSandboxes(
-        config.agent.stateDir,
-        () => Promise.resolve(fake),
-        20,
-      );
+      const sessionSandboxes = new SessionSandboxes(config.agent.stateDir, {
+        start: () => Promise.resolve(fake),
+        chargeEveryMs: 20,
+      });
       const gateway = Gateway.open(config, {
         db,
         sessionSandboxes,

@@ -182,11 +182,10 @@ v2Test(
   async (parent) => {
     await withWorkspace(async (workspace) => {
       const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
-      const sessions = new SessionSandboxes(
-        state,
-        (policy) => startSession(policy, { cgroupHost: delegated(parent) }),
-        100,
-      );
+      const sessions = new SessionSandboxes(state, {
+        start: (policy) => startSession(policy, { cgroupHost: delegated(parent) }),
+        chargeEveryMs: 100,
+      });
       const charges: number[] = [];
       const charged = () => charges.reduce((a, b) => a + b, 0) * 1000;
       const key = { channel: "http", user: "bob", session: "s1" };

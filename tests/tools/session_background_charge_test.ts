@@ -18,7 +18,10 @@ async function withSessions(
 ): Promise<void> {
   const state = await Deno.makeTempDir({ prefix: "coop-session-charge-" });
   const fake = new FakeSession();
-  const sessions = new SessionSandboxes(state, () => Promise.resolve(fake), CHARGE_EVERY_MS);
+  const sessions = new SessionSandboxes(state, {
+    start: () => Promise.resolve(fake),
+    chargeEveryMs: CHARGE_EVERY_MS,
+  });
   const charges: number[] = [];
   try {
     await test(sessions, fake, charges);
