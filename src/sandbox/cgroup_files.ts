@@ -53,7 +53,16 @@ const realm = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
 
 /** A fresh name for one sandbox's cgroup: `coop-<gateway pid>-<realm>-<n>`. */
 export function sandboxCgroupName(): string {
-  return `coop-${process.pid}-${realm}-${++sequence}`;
+  return `${sandboxCgroupPrefix()}${++sequence}`;
+}
+
+/**
+ * What the names of this realm's sandbox cgroups start with. The pid alone is not enough to
+ * tell them: another realm of this process, or a process of the same pid that died (pids are
+ * reused), may have left `coop-<pid>-…` directories too.
+ */
+export function sandboxCgroupPrefix(): string {
+  return `coop-${process.pid}-${realm}-`;
 }
 
 /** The setup step a cgroup failure is reported at (`ffi/protocol.h`). */

@@ -10,6 +10,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { exec, settleSandboxCgroups, spawnSandboxed } from "../../src/sandbox/mod.ts";
 import { cgroupHost } from "../../src/sandbox/cgroup_host.ts";
+import { sandboxCgroupPrefix } from "../../src/sandbox/cgroup_files.ts";
 import { discardPrestarted, prestartedPids } from "../../src/sandbox/prestart.ts";
 import { SANDBOX_TESTS, sandboxTest, until, withWorkspace } from "./harness.ts";
 
@@ -32,12 +33,12 @@ function leafOf(cgroupText: string, controller: string): string {
   return line?.slice(line.lastIndexOf("/") + 1) ?? "";
 }
 
-/** This process's sandbox cgroups in the v1 hierarchies. */
+/** This module's sandbox cgroups in the v1 hierarchies (its realm's: see limits_test.ts). */
 function ownCgroups(): string[] {
   const found: string[] = [];
   for (const dir of Object.values(V1)) {
     for (const entry of Deno.readDirSync(dir)) {
-      if (entry.isDirectory && entry.name.startsWith(`coop-${Deno.pid}-`)) {
+      if (entry.isDirectory && entry.name.startsWith(sandboxCgroupPrefix())) {
         found.push(`${dir}/${entry.name}`);
       }
     }
@@ -62,7 +63,11 @@ sandboxTest({
     assert(await until(inCgroup, 2000), "the idle init is moved into its cgroup");
     const idleCgroup = Deno.readTextFileSync(`/proc/${idle}/cgroup`);
     const pidsLeaf = leafOf(idleCgroup, "pids"), memoryLeaf = leafOf(idleCgroup, "memory");
-    assertMatch(pidsLeaf, new RegExp(`^coop-${Deno.pid}-`), "the idle init is in its cgroup");
+    assertMatch(
+      pidsLeaf,
+      new RegExp(`^${sandboxCgroupPrefix()}`),
+      "the idle init is in its cgroup",
+    );
     assertEquals(Deno.readTextFileSync(`${V1.pids}/${pidsLeaf}/pids.max`).trim(), "48");
     assertEquals(
       Deno.readTextFileSync(`${V1.memory}/${memoryLeaf}/memory.limit_in_bytes`).trim(),
@@ -81,7 +86,7 @@ sandboxTest({
       "-c",
       "cat /proc/self/cgroup; exec python3 -c 'b = bytearray(1 << 30)'",
     ], { timeoutMs: 30_000 });
-    assertMatch(leafOf(big.stdout, "memory"), new RegExp(`^coop-${Deno.pid}-`));
+    assertMatch(leafOf(big.stdout, "memory"), new RegExp(`^${sandboxCgroupPrefix()}`));
     assert(leafOf(big.stdout, "memory") !== memoryLeaf, "a cgroup serves one command");
     assertEquals([big.oomKilled, big.signal], [true, "SIGKILL"]);
 

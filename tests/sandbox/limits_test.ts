@@ -2,6 +2,7 @@ import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { exec, SandboxLimitError, settleSandboxCgroups } from "../../src/sandbox/mod.ts";
 import { DEFAULT_SANDBOX_HOST_ID } from "../../src/sandbox/host_ids.ts";
 import { prestartedCount } from "../../src/sandbox/prestart.ts";
+import { sandboxCgroupPrefix } from "../../src/sandbox/cgroup_files.ts";
 import { sandboxTest, sh, withWorkspace } from "./harness.ts";
 
 const MiB = 2 ** 20;
@@ -45,7 +46,11 @@ function descendants(): number {
   return n;
 }
 
-/** This process's sandbox cgroups left once the background removals have finished. */
+/**
+ * This module's sandbox cgroups left once the background removals have finished: by its realm,
+ * not only its pid (CI run 55 failed on a `coop-<pid>-…` directory this module never made: another
+ * realm's, or one left by an earlier process of the same pid).
+ */
 async function leftoverCgroups(): Promise<string[]> {
   await settleSandboxCgroups();
   const found: string[] = [];
@@ -54,7 +59,7 @@ async function leftoverCgroups(): Promise<string[]> {
       try {
         for (const entry of Deno.readDirSync(dir)) {
           if (!entry.isDirectory) continue;
-          if (entry.name.startsWith(`coop-${Deno.pid}-`)) found.push(`${dir}/${entry.name}`);
+          if (entry.name.startsWith(sandboxCgroupPrefix())) found.push(`${dir}/${entry.name}`);
           else if (dir.split("/").length < 8) walk(`${dir}/${entry.name}`);
         }
       } catch {

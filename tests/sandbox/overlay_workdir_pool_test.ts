@@ -4,7 +4,7 @@
 // one's sweep misses; an image's tree, staged over the work directory, is not seen inside.
 import { assert, assertEquals } from "../assert.ts";
 import { readdirSync } from "node:fs";
-import { exec, startSession } from "../../src/sandbox/mod.ts";
+import { exec, startSession, sweepDeadSandboxCgroups } from "../../src/sandbox/mod.ts";
 import {
   IDLE_MS,
   POOL_SIZE,
@@ -116,6 +116,7 @@ sandboxTest(
         while ([...Deno.readDirSync(policy.rootfs.work)].length < ${POOL_SIZE}) {
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
+        console.log(Deno.pid);
         Deno.kill(Deno.pid, "SIGKILL");
       `;
         const child = await new Deno.Command(Deno.execPath(), {
@@ -130,6 +131,11 @@ sandboxTest(
         assertEquals((await exec({ workspace, rootfs: bob }, ["sh", "-c", ":"])).exitCode, 0);
         await workdirRemovalsSettled();
         assertEquals(names(bob.work), []);
+        // Where it had cgroups (its idle init's, made ahead), the sweep `coop start` runs
+        // removes them too; left, they piled up over CI runs on this machine (hundreds).
+        const dead = `/coop-${new TextDecoder().decode(child.stdout).trim()}-`;
+        const swept = sweepDeadSandboxCgroups();
+        assertEquals(swept.kept.filter((dir) => dir.includes(dead)), []);
       });
     } finally {
       await upperSyncsSettled();
