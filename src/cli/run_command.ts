@@ -25,6 +25,7 @@ import {
 } from "./sandbox_exec_command.ts";
 import { writeStderr } from "./stderr.ts";
 import { reportOutcome, runOnTerminal } from "./terminal_session.ts";
+import { catchEndingSignals } from "./ending_signals.ts";
 import { scanAfterRun } from "./run_scan.ts";
 import { endThrowawaySession, type UserSandbox, userSandbox } from "./user_sandbox.ts";
 import type { EnvironmentSession } from "../environments/environment_mounts.ts";
@@ -125,13 +126,17 @@ async function runIn(
   timeoutMs: number | undefined,
 ): Promise<number> {
   const started = Date.now();
+  // From here an ending signal (Ctrl-C) ends the sandbox, never the scan below.
+  const ending = catchEndingSignals();
   try {
     if (!Deno.stdin.isTerminal()) {
-      return await streamCommand(sandbox.policy, argv, timeoutMs ?? sandbox.timeoutMs);
+      const timeout = timeoutMs ?? sandbox.timeoutMs;
+      return await streamCommand(sandbox.policy, argv, { timeoutMs: timeout, ending });
     }
     const outcome = await runOnTerminal(sandbox.policy, argv, {
       env: terminalEnv(sandbox.user),
       timeoutMs,
+      ending,
     });
     reportOutcome(argv[0], outcome);
     if (outcome.timedOut) {
@@ -147,6 +152,7 @@ async function runIn(
     await environmentWritesSettled();
     // What the program left on the workspace, before the owner's git runs there.
     await scanAfterRun(sandbox, started);
+    ending.release();
   }
 }
 

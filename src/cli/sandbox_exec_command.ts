@@ -26,6 +26,7 @@ import { callerPath } from "./caller_path.ts";
 import { writeStderr } from "./stderr.ts";
 import { printStdout, writeAllSync } from "./stdout.ts";
 import { UsageError } from "./usage_error.ts";
+import { catchEndingSignals, type EndingSignals } from "./ending_signals.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
 export const EXIT_TIMEOUT = 124;
@@ -136,15 +137,23 @@ export async function sandboxExecCommand(args: string[]): Promise<number> {
     ...(allowDomains.length ? { allowDomains } : {}),
     ...limits,
   };
+  // From here an ending signal (Ctrl-C) ends the sandbox, never the clean-up below.
+  const ending = catchEndingSignals();
   try {
     checkFlags(policy);
     await cgroupHostWithDelegation();
     if (values.json) {
-      const result = await exec(policy, positionals, { timeoutMs });
+      const abort = new AbortController();
+      ending.attach({ kill: () => abort.abort() });
+      const result = await exec(policy, positionals, { timeoutMs, signal: abort.signal });
       printStdout(JSON.stringify(result, null, 2) + "\n");
-      return result.timedOut ? EXIT_TIMEOUT : result.exitCode;
+      return ending.signal
+        ? ending.exitCode(result.exitCode)
+        : result.timedOut
+        ? EXIT_TIMEOUT
+        : result.exitCode;
     }
-    return await streamCommand(policy, positionals, timeoutMs);
+    return await streamCommand(policy, positionals, { timeoutMs, ending });
   } catch (error) {
     if (!(error instanceof SandboxError)) throw error;
     const where = error instanceof SandboxSetupError && error.step === "mount-workspace"
@@ -158,6 +167,7 @@ export async function sandboxExecCommand(args: string[]): Promise<number> {
       await releaseLoopQuota(workspace);
       await Deno.remove(workspace, { recursive: true }).catch(() => {});
     }
+    ending.release();
   }
 }
 
@@ -211,13 +221,17 @@ function violationNotes(status: SandboxStatus): string {
   return text;
 }
 
-/** Runs with stdio passed through as it happens (also `coop run` without a terminal). */
+/**
+ * Runs with stdio passed through as it happens (also `coop run` without a terminal); `ending`
+ * (caught by the caller, released after its own after-work) kills the sandbox on Ctrl-C.
+ */
 export async function streamCommand(
   policy: SandboxPolicyInput,
   argv: string[],
-  timeoutMs: number,
+  { timeoutMs, ending }: { timeoutMs: number; ending: EndingSignals },
 ): Promise<number> {
   const child = await spawnSandboxed(policy, argv, { stdin: true, timeoutMs });
+  ending.attach(child);
   const forward = (stream: typeof child.stdout, file: typeof Deno.stdout) =>
     new Promise<void>((done) => {
       stream.on("data", (chunk: Buffer) => writeAllSync(file, chunk));
@@ -242,6 +256,10 @@ export async function streamCommand(
     writeStderr(`coop: ${argv[0]}: command not found or not executable\n`);
   }
   writeStderr(violationNotes(status));
+  if (ending.signal) {
+    writeStderr(`coop: ${ending.signal}: the sandbox was killed\n`);
+    return ending.exitCode(status.exitCode);
+  }
   if (status.timedOut) {
     writeStderr(`coop: timed out after ${timeoutMs} ms; the sandbox was killed\n`);
     return EXIT_TIMEOUT;

@@ -10,16 +10,9 @@
 import { spawnSandboxed } from "../sandbox/spawn.ts";
 import { rawTerminal } from "../sandbox/terminal.ts";
 import type { SandboxPolicyInput } from "../sandbox/mod.ts";
-import { type SignalName, signalNumber } from "../sandbox/wait_status.ts";
+import type { SignalName } from "../sandbox/wait_status.ts";
+import type { EndingSignals } from "./ending_signals.ts";
 import { writeStderr } from "./stderr.ts";
-
-/** Signals that end coop while a program runs: the sandbox goes first, then the terminal. */
-const ENDING_SIGNALS = [
-  "SIGTERM",
-  "SIGHUP",
-  "SIGINT",
-  "SIGQUIT",
-] as const satisfies readonly (Deno.Signal & SignalName)[];
 
 /** Writes all of `bytes` to stdout (a terminal may take them in pieces). */
 function writeStdout(bytes: Uint8Array): void {
@@ -55,32 +48,26 @@ export interface TerminalOutcome {
 
 /**
  * Runs `argv` in the sandbox of `policy` on a pty sized like the owner's terminal, relaying
- * both ways with the owner's terminal raw; restores it whatever happens.
+ * both ways with the owner's terminal raw; restores it whatever happens. `ending` (caught by
+ * the caller, released after its own after-work) kills the sandbox on an ending signal.
  */
 export async function runOnTerminal(
   policy: SandboxPolicyInput,
   argv: readonly string[],
-  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+  options: { env?: Record<string, string>; timeoutMs?: number; ending: EndingSignals },
 ): Promise<TerminalOutcome> {
+  const { ending } = options;
   const child = await spawnSandboxed(policy, argv, {
     env: options.env,
     timeoutMs: options.timeoutMs,
     terminal: ownerSize(),
   });
+  ending.attach(child);
   const terminal = child.terminal!;
-  let coopSignal: SignalName | null = null;
   const onWinch = () => {
     const { rows, cols } = ownerSize();
     terminal.resize(rows, cols);
   };
-  const enders = ENDING_SIGNALS.map((signal) => {
-    const listener = () => {
-      coopSignal ??= signal;
-      child.kill("SIGKILL");
-    };
-    Deno.addSignalListener(signal, listener);
-    return () => Deno.removeSignalListener(signal, listener);
-  });
   Deno.addSignalListener("SIGWINCH", onWinch);
   const output = new Promise<void>((done) => {
     terminal.socket.on("data", (chunk: Uint8Array) => writeStdout(chunk));
@@ -108,16 +95,15 @@ export async function runOnTerminal(
     await output;
     input.releaseLock();
     return {
-      exitCode: coopSignal ? 128 + signalNumber(coopSignal) : status.exitCode,
-      coopSignal,
+      exitCode: ending.exitCode(status.exitCode),
+      coopSignal: ending.signal,
       execErrno: status.execErrno,
       timedOut: status.timedOut,
     };
   } finally {
     restore();
     Deno.removeSignalListener("SIGWINCH", onWinch);
-    for (const remove of enders) remove();
-    if (coopSignal === null) child.kill("SIGKILL"); // an exception: never leave it running
+    if (ending.signal === null) child.kill("SIGKILL"); // an exception: never leave it running
     terminal.socket.destroy();
   }
 }

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { sandboxTest } from "../sandbox/harness.ts";
+import { hostProcessesWith, sandboxTest } from "../sandbox/harness.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -79,3 +79,42 @@ sandboxTest("coop run: a git hook the program plants is disabled when coop run e
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+sandboxTest(
+  "coop run, piped and ended by Ctrl-C: the sandbox goes, and the scan still runs",
+  async () => {
+    const dir = await Deno.makeTempDir({ prefix: "coop-run-scan-" });
+    const marker = `sleep ${4000 + Math.floor(Math.random() * 1000)}`;
+    try {
+      await Deno.writeTextFile(join(dir, "coop.toml"), CONFIG);
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "--allow-all", "--quiet", MAIN, "run", "--user", "bob", "--", "sh", "-c"]
+          .concat(`${PLANT} && echo planted && ${marker}`),
+        cwd: dir,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const stderr = new Response(child.stderr).text();
+      // Once the hook is planted and the program waits, the owner presses Ctrl-C (SIGINT).
+      const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      for (let seen = ""; !seen.includes("planted");) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`coop run ended before planting: ${await stderr}`);
+        seen += value;
+      }
+      reader.cancel().catch(() => {});
+      child.kill("SIGINT");
+      const status = await child.status;
+      // coop caught it: it ended the sandbox, scanned, and exited 128 + 2 by itself.
+      assertEquals([status.signal, status.code], [null, 130], await stderr);
+      assertMatch(await stderr, /coop: SIGINT: the sandbox was killed/);
+      assertEquals(hostProcessesWith(marker), [], "the sandboxed program outlived coop run");
+      const hook = join(dir, "ws", "bob", "r", ".git", "hooks", "pre-commit");
+      assert(!existsSync(hook), "Ctrl-C skipped the scan: the planted hook is still active");
+      assert(existsSync(`${hook}.coop-disabled`), "the original is kept beside it");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);

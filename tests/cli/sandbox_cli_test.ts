@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { assert, assertEquals, assertMatch, assertNotIncludes } from "../assert.ts";
-import { sandboxTest } from "../sandbox/harness.ts";
+import { hostProcessesWith, sandboxTest, until } from "../sandbox/harness.ts";
 
 const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -31,6 +31,35 @@ sandboxTest("coop sandbox exec: timeout exits 124", async () => {
   assertEquals(r.code, 124);
   assertMatch(r.stderr, /timed out/);
 });
+
+for (const json of [false, true]) {
+  sandboxTest(
+    `coop sandbox exec${json ? " --json" : ""}: SIGTERM ends the sandbox, then coop (143)`,
+    async () => {
+      // Only the sandboxed sleep has this command line: coop's and sh's have the $((…)).
+      const seconds = 5000 + Math.floor(Math.random() * 1000);
+      const marker = `sleep ${seconds + 1}`;
+      const json_ = json ? ["--json"] : [];
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "--allow-all", "--quiet", main, "sandbox", "exec", ...json_, "--", "sh", "-c"]
+          .concat(`sleep $((${seconds} + 1))`),
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const output = child.output();
+      const running = await until(() => hostProcessesWith(marker).length > 0, 30_000);
+      assert(running, "the sandboxed program never started");
+      child.kill("SIGTERM");
+      const out = await output;
+      const stderr = new TextDecoder().decode(out.stderr);
+      assertEquals([out.signal, out.code], [null, 143], stderr);
+      if (!json) assertMatch(stderr, /coop: SIGTERM: the sandbox was killed/);
+      else assertEquals(JSON.parse(new TextDecoder().decode(out.stdout)).signal, "SIGKILL");
+      assertEquals(hostProcessesWith(marker), [], "the sandboxed program outlived coop");
+    },
+  );
+}
 
 sandboxTest("coop sandbox exec: a missing command exits 127", async () => {
   const r = await coop("sandbox", "exec", "--", "no-such-command-xyz");
