@@ -149,10 +149,13 @@ async function runIn(
     writeStderr(`coop: ${error.message}\n`);
     return EXIT_SANDBOX_FAILED;
   } finally {
-    await environmentWritesSettled();
-    // What the program left on the workspace, before the owner's git runs there.
-    await scanAfterRun(sandbox, started);
-    ending.release();
+    try {
+      await environmentWritesSettled();
+      // What the program left on the workspace, before the owner's git runs there.
+      await scanAfterRun(sandbox, started);
+    } finally {
+      ending.release(); // whatever the after-work threw: listeners left would keep coop alive
+    }
   }
 }
 

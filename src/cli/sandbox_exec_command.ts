@@ -162,12 +162,15 @@ export async function sandboxExecCommand(args: string[]): Promise<number> {
     writeStderr(`coop: ${error.message}${where}\n`);
     return EXIT_SANDBOX_FAILED;
   } finally {
-    if (ownWorkspace) {
-      // A --disk-quota as root mounted the throwaway workspace's own image on it.
-      await releaseLoopQuota(workspace);
-      await Deno.remove(workspace, { recursive: true }).catch(() => {});
+    try {
+      if (ownWorkspace) {
+        // A --disk-quota as root mounted the throwaway workspace's own image on it.
+        await releaseLoopQuota(workspace);
+        await Deno.remove(workspace, { recursive: true }).catch(() => {});
+      }
+    } finally {
+      ending.release(); // whatever the clean-up threw: listeners left would keep coop alive
     }
-    ending.release();
   }
 }
 
