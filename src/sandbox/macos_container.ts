@@ -3,8 +3,11 @@
  * who each have their own — started with `container run -d` (memory and CPUs from the policy,
  * the workspace at /work, no DNS), then one `container exec` per command as an unprivileged
  * uid, since a VM per command costs 0.2–0.9 s. With network "none" the VM's default route is
- * removed as root at start; the commands' uid cannot put it back. A timeout kills the VM (the
- * next command starts a fresh one): nothing the command started survives it.
+ * removed as root at start; the commands' uid cannot put it back. The protected paths (`.git`,
+ * …) that exist in the workspace are mounted read-only over it, and the VM carries a label of
+ * which: when they change (a repository cloned by the last command), the VM is replaced before
+ * the next command runs, so none of them is ever writable from inside. A timeout kills the VM
+ * (the next command starts a fresh one): nothing the command started survives it.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -12,6 +15,7 @@ import { realpathSync } from "node:fs";
 import { runCli, toolEnv } from "./cli_process.ts";
 import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxLimitError, SandboxPolicyError, SandboxUnavailableError } from "./errors.ts";
+import { protectedPathsIn } from "./protected_paths.ts";
 import type { ExecOptions, ExecResult } from "./exec.ts";
 import { execResultOf, refuseWorkspaceQuotas } from "./foreign_result.ts";
 import type { AppliedLimits } from "./limits.ts";
@@ -29,8 +33,43 @@ export function containerName(workspace: string): string {
   return `coop-${createHash("sha256").update(workspace).digest("hex").slice(0, 16)}`;
 }
 
-/** `container run` arguments that start the long-lived VM for `policy`. */
-export function containerRunArgs(policy: SandboxPolicy, workspace: string, name: string): string[] {
+/** The label naming which protected paths a VM mounts read-only (`protectedPathsLabel`). */
+export const PROTECTED_LABEL = "coop.protected";
+
+/** The label's value for `protectedPaths` (relative to the workspace): a digest of the sorted list. */
+export function protectedPathsLabel(protectedPaths: readonly string[]): string {
+  const digest = createHash("sha256").update([...protectedPaths].sort().join("\0"));
+  return digest.digest("hex").slice(0, 16);
+}
+
+/**
+ * `--mount` arguments that keep each protected path read-only inside the VM. `--mount` splits
+ * its value at commas and equals signs, so a path holding either cannot be expressed: refused,
+ * and the command with it (fail closed), rather than left writable.
+ */
+function protectedMounts(workspace: string, protectedPaths: readonly string[]): string[] {
+  return protectedPaths.flatMap((relative) => {
+    const source = `${workspace}/${relative}`;
+    if (/[,=]/.test(source)) {
+      throw new SandboxUnavailableError(
+        `${source} must stay read-only, and the apple/container backend cannot mount a path ` +
+          "holding a comma or an equals sign; rename it — nothing was run",
+      );
+    }
+    return ["--mount", `type=bind,source=${source},target=${WORKSPACE_MOUNT}/${relative},readonly`];
+  });
+}
+
+/**
+ * `container run` arguments that start the long-lived VM for `policy`, with `protectedPaths`
+ * (relative to the workspace) read-only.
+ */
+export function containerRunArgs(
+  policy: SandboxPolicy,
+  workspace: string,
+  name: string,
+  protectedPaths: readonly string[] = [],
+): string[] {
   const memoryMib = policy.memoryBytes
     ? Math.ceil(policy.memoryBytes / (1 << 20))
     : DEFAULT_MEMORY_MIB;
@@ -41,12 +80,15 @@ export function containerRunArgs(policy: SandboxPolicy, workspace: string, name:
     name,
     "--label",
     "coop.sandbox=1",
+    "--label",
+    `${PROTECTED_LABEL}=${protectedPathsLabel(protectedPaths)}`,
     "--memory",
     `${memoryMib}M`,
     "--cpus",
     String(Math.max(1, Math.ceil(policy.cpus ?? 1))),
     "--volume",
     `${workspace}:${WORKSPACE_MOUNT}`,
+    ...protectedMounts(workspace, protectedPaths),
     "--workdir",
     WORKSPACE_MOUNT,
     "--no-dns",
@@ -122,20 +164,33 @@ function firstLine(text: string): string {
   return text.trim().split("\n")[0] || "no output";
 }
 
-/** Starts the VM unless it runs; throws SandboxUnavailableError naming why it did not start. */
-async function ensureVm(cli: string, policy: SandboxPolicy, workspace: string, name: string) {
+/**
+ * Starts the VM unless one runs that mounts exactly `protectedPaths` read-only (its label says
+ * so; one without the label is replaced too); throws SandboxUnavailableError naming why it did
+ * not start.
+ */
+async function ensureVm(
+  cli: string,
+  policy: SandboxPolicy,
+  workspace: string,
+  name: string,
+  protectedPaths: readonly string[],
+) {
   const inspect = await runCli(cli, ["inspect", name], { env: toolEnv(), timeoutMs: 15_000 });
   let state: string | undefined;
+  let label: unknown;
   try {
-    state = inspect.exitCode === 0 ? JSON.parse(inspect.stdout)?.[0]?.status : undefined;
+    const snapshot = inspect.exitCode === 0 ? JSON.parse(inspect.stdout)?.[0] : undefined;
+    state = snapshot?.status;
+    label = snapshot?.configuration?.labels?.[PROTECTED_LABEL];
   } catch {
     state = undefined;
   }
-  if (state === "running") return;
+  if (state === "running" && label === protectedPathsLabel(protectedPaths)) return;
   if (state !== undefined) {
     await runCli(cli, ["delete", "--force", name], { env: toolEnv(), timeoutMs: 30_000 });
   }
-  const run = await runCli(cli, containerRunArgs(policy, workspace, name), {
+  const run = await runCli(cli, containerRunArgs(policy, workspace, name, protectedPaths), {
     env: toolEnv(),
     timeoutMs: 120_000,
   });
@@ -181,7 +236,8 @@ export async function execWithContainer(
     throw new SandboxPolicyError(`workspace: ${policy.workspace} does not exist`);
   }
   const name = containerName(workspace);
-  await ensureVm(cli, policy, workspace, name);
+  const protectedPaths = protectedPathsIn(workspace, policy.protectedNames, policy.scanLimit);
+  await ensureVm(cli, policy, workspace, name, protectedPaths);
   const env = buildEnvironment(policy, options.env);
   const run = await runCli(cli, containerExecArgs(name, env, argv, options.stdin !== undefined), {
     env: toolEnv(),

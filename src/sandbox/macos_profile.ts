@@ -2,10 +2,14 @@
  * The SBPL profile `sandbox-exec` runs a command under on macOS: deny by default; the
  * workspace read-write; system paths read-only; no network unless the policy's proxy is
  * allowed (then only to its loopback port); protected paths (`.git`, …) neither writable nor
- * movable — `file-write-unlink` is denied on them too, or a rename would carry them out of
- * the read-only rule's reach (the move-to-readable class).
+ * movable. SBPL rules match paths, not files, and `rename(2)` is a `file-write-unlink` of its
+ * source: so unlinking is denied on the protected paths, on every directory between them and the
+ * workspace, and on the workspace itself — or renaming `project` (or the whole workspace, into
+ * the writable `$TMPDIR`) would carry `project/.git` out of the read-only rule's reach, to be
+ * written and moved back (the move-to-readable class, ATTACKS.md F7/M3).
  * @module
  */
+import { dirname } from "node:path";
 
 /** What the profile is generated from. */
 export interface ProfileInput {
@@ -54,6 +58,20 @@ function quote(text: string): string {
   return `"${text.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
 }
 
+/**
+ * The directories a rename of which would move a protected path: the workspace, and each
+ * directory between it and a protected path (`<ws>/project` for `<ws>/project/.git`).
+ */
+function pinnedDirectories(workspace: string, protectedPaths: readonly string[]): string[] {
+  const pinned = new Set([workspace]);
+  for (const path of protectedPaths) {
+    for (let dir = dirname(path); dir.startsWith(`${workspace}/`); dir = dirname(dir)) {
+      pinned.add(dir);
+    }
+  }
+  return [...pinned].sort();
+}
+
 /** The profile for `input`, one rule per line; later rules take precedence in SBPL. */
 export function sandboxExecProfile(input: ProfileInput): string {
   if (input.network === "proxy" && !Number.isInteger(input.proxyPort)) {
@@ -85,6 +103,11 @@ export function sandboxExecProfile(input: ProfileInput): string {
       `(deny file-write-unlink ${paths})`,
     );
   }
+  const pinned = pinnedDirectories(input.workspace, input.protectedPaths);
+  lines.push(
+    "; the workspace and the directories above protected paths: not movable",
+    `(deny file-write-unlink ${pinned.map((p) => `(literal ${quote(p)})`).join(" ")})`,
+  );
   if (input.network === "host") {
     lines.push("; network: the host's", "(allow network*)");
   } else if (input.network === "proxy") {

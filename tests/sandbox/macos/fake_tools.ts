@@ -45,7 +45,8 @@ exec "$@"
 
 const CONTAINER = (dir: string) =>
   `#!/bin/bash
-# Fake apple/container CLI: records args; keeps one file per running VM.
+# Fake apple/container CLI: records args; keeps one file per running VM, holding its labels,
+# which \`inspect\` prints where the real tool does (configuration.labels).
 n=$(ls "${dir}"/container.*.args 2>/dev/null | wc -l)
 printf '%s\\0' "$@" > "${dir}/container.$(printf %03d $n).args"
 case "$1" in
@@ -57,7 +58,7 @@ case "$1" in
     echo "apiserver is running"; exit 0 ;;
   inspect)
     if [ -e "${dir}/vm-$2" ]; then
-      echo '[{"status":"running","configuration":{"id":"'"$2"'","resources":{"cpus":2}}}]'; exit 0
+      echo '[{"status":"running","configuration":{"id":"'"$2"'","labels":{'"$(cat "${dir}/vm-$2")"'},"resources":{"cpus":2}}}]'; exit 0
     fi
     echo "Error: notFound: \\"container with ID $2 not found\\"" >&2; exit 1 ;;
   run)
@@ -65,8 +66,15 @@ case "$1" in
       echo 'Error: internalError: "failed to bootstrap container" (cause: "VZErrorDomain Code=2 Virtualization is not available on this hardware.")' >&2
       exit 1
     fi
-    while [ $# -gt 0 ] && [ "$1" != --name ]; do shift; done
-    touch "${dir}/vm-$2"; echo "$2"; exit 0 ;;
+    name=; labels=
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --name) name=$2; shift 2 ;;
+        --label) k=\${2%%=*}; labels="\${labels:+$labels,}\\"$k\\":\\"\${2#*=}\\""; shift 2 ;;
+        *) shift ;;
+      esac
+    done
+    printf '%s' "$labels" > "${dir}/vm-$name"; echo "$name"; exit 0 ;;
   kill|delete)
     for a in "$@"; do rm -f "${dir}/vm-$a"; done; exit 0 ;;
   exec)

@@ -52,6 +52,47 @@ Deno.test("SBPL profile: deny by default; workspace rw; system read-only; protec
   );
 });
 
+Deno.test("SBPL profile (ATTACKS.md M3, F7): renaming a directory above a protected path, or the workspace, is denied", () => {
+  const profile = sandboxExecProfile({
+    workspace: WS,
+    tmpDir: TMP,
+    protectedPaths: [`${WS}/project/.git`, `${WS}/a/b/.git`],
+    network: "none",
+  });
+  // rename(2) is a file-write-unlink of its source: `mv project p2` would carry project/.git out
+  // of the path-based deny, `mv $WS $TMPDIR/x` the whole workspace.
+  const pinned = profile.split("\n").find((line) =>
+    line.startsWith("(deny file-write-unlink (literal")
+  );
+  assertEquals(
+    pinned,
+    `(deny file-write-unlink (literal "${WS}") (literal "${WS}/a") (literal "${WS}/a/b") ` +
+      `(literal "${WS}/project"))`,
+  );
+  const bare = sandboxExecProfile({
+    workspace: WS,
+    tmpDir: TMP,
+    protectedPaths: [],
+    network: "none",
+  });
+  assert(bare.includes(`(deny file-write-unlink (literal "${WS}"))`), "the workspace is pinned");
+});
+
+Deno.test("SBPL profile (ATTACKS.md M1, M2): no Apple Events, no LaunchServices, one Mach service", () => {
+  for (const network of ["none", "host"] as const) {
+    const profile = sandboxExecProfile({ workspace: WS, tmpDir: TMP, protectedPaths: [], network });
+    assert(profile.startsWith("(version 1)\n(deny default)\n"), "deny by default comes first");
+    for (const operation of ["appleevent-send", "lsopen", "mach-register", "(allow default"]) {
+      assert(!profile.includes(operation), `${operation} is never allowed`);
+    }
+    assertEquals(
+      profile.match(/\(global-name "[^"]+"\)/g),
+      ['(global-name "com.apple.system.opendirectoryd.libinfo")'],
+      "the only Mach service: user and group lookups (not the keychain, pasteboard or trustd)",
+    );
+  }
+});
+
 Deno.test("SBPL profile: network proxy allows only the proxy's loopback port; host allows the host's", async () => {
   const base = { workspace: WS, tmpDir: TMP, protectedPaths: [] };
   await golden(
@@ -263,6 +304,66 @@ Deno.test("apple/container: one long-lived VM per user, started once; container 
         `${workspace}:/work`,
       ]);
       assertEquals(await fakes.calls("sandbox-exec"), [], "container was preferred when running");
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("apple/container (ATTACKS.md M4, F5): only the workspace is shared, its protected paths read-only; a new one replaces the VM first", async () => {
+  const fakes = await fakeTools(["container"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      await Deno.mkdir(`${workspace}/.git`);
+      await Deno.mkdir(`${workspace}/project/.git`, { recursive: true });
+      const options = { platform: fakes.platform };
+      // The fake runs the command on this host (elsewhere than /work): it clones a repository.
+      await exec({ workspace }, ["mkdir", "-p", `${workspace}/cloned/.git`], options);
+      await exec({ workspace }, ["true"], options);
+      const name = containerName(workspace);
+      const calls = await fakes.calls("container");
+      const runs = calls.filter((args) => args[0] === "run");
+      assertEquals(runs.length, 2, "a VM per protected set");
+      const mounts = (args: string[]) =>
+        args.flatMap((arg, i) => args[i - 1] === "--mount" ? [arg] : []);
+      assertEquals(mounts(runs[0]), [
+        `type=bind,source=${workspace}/.git,target=/work/.git,readonly`,
+        `type=bind,source=${workspace}/project/.git,target=/work/project/.git,readonly`,
+      ]);
+      assertEquals(mounts(runs[1]), [
+        `type=bind,source=${workspace}/.git,target=/work/.git,readonly`,
+        `type=bind,source=${workspace}/cloned/.git,target=/work/cloned/.git,readonly`,
+        `type=bind,source=${workspace}/project/.git,target=/work/project/.git,readonly`,
+      ]);
+      const second = calls.indexOf(runs[1]);
+      assertEquals(calls[second - 1], ["delete", "--force", name], "the old VM goes first");
+      assertEquals(calls.at(-1)?.slice(0, 1), ["exec"], "then the command runs");
+      for (const run of runs) {
+        assertEquals(run.filter((arg) => arg === "--volume").length, 1, "one share");
+        assertEquals(run[run.indexOf("--volume") + 1], `${workspace}:/work`);
+        for (const flag of ["--ssh", "--publish", "--publish-socket", "--virtualization"]) {
+          assert(!run.includes(flag), `${flag} is never passed`);
+        }
+      }
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
+Deno.test("apple/container: a protected path --mount cannot express is refused, and nothing runs", async () => {
+  const fakes = await fakeTools(["container"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      await Deno.mkdir(`${workspace}/a,b/.git`, { recursive: true });
+      await rejectsWith(
+        () => exec({ workspace }, ["touch", "ran"], { platform: fakes.platform }),
+        SandboxUnavailableError,
+        "cannot mount a path holding a comma",
+      );
+      assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
+      const verbs = (await fakes.calls("container")).map((args) => args[0]);
+      assert(!verbs.includes("run") && !verbs.includes("exec"), verbs.join(" "));
     });
   } finally {
     await fakes.remove();
