@@ -1,7 +1,9 @@
 /**
  * `coop sandbox reset --user NAME [--persist]` and `coop sandbox clean`: delete what sandboxes
  * wrote into environments (docs/environments.md "Lifecycle"), printing each deletion and the
- * space freed. Nothing in those trees is followed or executed (`sandbox_tree.ts`).
+ * space freed. Nothing in those trees is followed or executed (`sandbox_tree.ts`). `clean` also
+ * removes the sandbox cgroups a Coop process killed outright left (a `coop run` or `coop start`
+ * ended by SIGKILL), as `coop start` does when it starts.
  * @module
  */
 import { parseArgs } from "node:util";
@@ -16,6 +18,7 @@ import {
 import { sizeText } from "../environments/size_text.ts";
 import { upperLocker } from "../environments/layer_removal.ts";
 import { SandboxUpperInUseError } from "../sandbox/upper_lock.ts";
+import { type CgroupSweep, sweepDeadSandboxCgroups } from "../sandbox/mod.ts";
 import { readPairedPeople } from "../state/paired_people_reader.ts";
 import { readSessionKeys } from "../state/session_keys_reader.ts";
 import { callerPath } from "./caller_path.ts";
@@ -55,17 +58,33 @@ async function configOf(file: string | undefined): Promise<CoopConfig | null> {
   }
 }
 
-/** One line per deletion and the total, or the JSON report. */
-export function renderRemoved(removed: readonly Removed[], json: boolean): string {
+/** One line per deletion and the total (and what a cgroup sweep did), or the JSON report. */
+export function renderRemoved(
+  removed: readonly Removed[],
+  json: boolean,
+  cgroups?: CgroupSweep,
+): string {
   const freed = removed.reduce((sum, r) => sum + r.bytes, 0);
   const partial = removed.some((r) => r.partial);
-  if (json) return JSON.stringify({ removed, freedBytes: freed }, null, 2) + "\n";
-  if (removed.length === 0) return "nothing to remove\n";
+  if (json) {
+    return JSON.stringify(
+      { removed, freedBytes: freed, ...(cgroups ? { cgroups } : {}) },
+      null,
+      2,
+    ) +
+      "\n";
+  }
   const lines = removed.map((r) =>
     `removed ${r.what}: ${r.path} (${sizeText(r.bytes, r.partial)})`
   );
-  lines.push(`freed ${sizeText(freed, partial)}`);
-  return lines.join("\n") + "\n";
+  if (removed.length) lines.push(`freed ${sizeText(freed, partial)}`);
+  if (cgroups?.removed.length) {
+    lines.push(`removed ${cgroups.removed.length} sandbox cgroups of processes that are gone`);
+  }
+  for (const path of cgroups?.kept ?? []) {
+    lines.push(`kept ${path}: its process is gone, but it still holds processes`);
+  }
+  return lines.length ? lines.join("\n") + "\n" : "nothing to remove\n";
 }
 
 /** `coop sandbox reset --user NAME [--persist] [--config FILE] [--json]`. */
@@ -124,6 +143,6 @@ export async function sandboxCleanCommand(args: string[]): Promise<number> {
     })
   );
   if (!removed) return 1;
-  print(renderRemoved(removed, values.json === true));
+  print(renderRemoved(removed, values.json === true, sweepDeadSandboxCgroups()));
   return 0;
 }

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { runCommand } from "../fixtures/run_command.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { writeBuiltManifest } from "../environments/environment_fixture.ts";
+import { cgroupHost } from "../../src/sandbox/cgroup_host.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -73,4 +74,52 @@ Deno.test("coop sandbox reset/clean: usage, refusals, deletions printed with the
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// A `coop run` or `coop start` killed outright cannot remove its sandboxes' cgroups; `coop sandbox
+// clean` sweeps them as `coop start` does (src/sandbox/cgroup_sweep.ts). Only root makes sandbox
+// cgroups on this machine: an unprivileged invoker gets the rlimit path and has none to leave.
+const cgroupParents = (() => {
+  const host = cgroupHost();
+  return [...new Set([...Object.values(host.v1.dirs), ...(host.v2 ? [host.v2.dir] : [])])];
+})();
+const sweepSkip = Deno.uid() !== 0
+  ? `uid ${Deno.uid()} gets the rlimit path: no sandbox cgroup to leave`
+  : cgroupParents.length === 0
+  ? "no cgroup hierarchy this process may make sandbox cgroups in"
+  : null;
+if (sweepSkip) console.log(`coop sandbox clean's cgroup sweep: skipped: ${sweepSkip}`);
+
+Deno.test({
+  name: "coop sandbox clean: removes the sandbox cgroups a process killed outright left",
+  ignore: sweepSkip !== null,
+  async fn() {
+    const dir = fs.mkdtempSync(join(tmpdir(), "clean-cgroups-"));
+    const gone = new Deno.Command("true").spawn();
+    await gone.status;
+    const left = cgroupParents.map((parent) => `${parent}/coop-${gone.pid}-cleantest-1`);
+    try {
+      const config = join(dir, "coop.toml");
+      fs.writeFileSync(config, '[agent]\nstate_dir = "state"\n');
+      for (const path of left) fs.mkdirSync(path);
+      const clean = await coop("sandbox", "clean", "--config", config, "--json");
+      strictEqual(clean.code, 0, clean.stderr);
+      const report = JSON.parse(clean.stdout);
+      deepStrictEqual(report.removed, [], "no environment to clean");
+      for (const path of left) {
+        ok(report.cgroups.removed.includes(path), `${path} in ${clean.stdout}`);
+        ok(!fs.existsSync(path), `${path} removed`);
+      }
+      const text = await coop("sandbox", "clean", "--config", config);
+      strictEqual(text.code, 0, text.stderr);
+      ok(!text.stdout.includes("cleantest"), "nothing of the test's left to sweep");
+    } finally {
+      for (const path of left) {
+        try {
+          fs.rmdirSync(path); // a cgroup: rmdir, never a recursive delete
+        } catch { /* removed by the sweep */ }
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  },
 });
