@@ -1,6 +1,7 @@
 /**
- * Environment variables that hold channel credentials, with the config key naming each. They
- * stay in the gateway: never passed into a sandbox, nor into the owner's shell.
+ * Environment variables that hold credentials — provider keys and channel tokens — with the
+ * config key naming each. They stay in the gateway: never passed into a sandbox, nor into the
+ * owner's shell.
  * @module
  */
 import type { CoopConfig } from "./config.ts";
@@ -18,4 +19,25 @@ export function channelSecrets(config: Pick<CoopConfig, "channels">): Array<[str
     found.push([telegramTokenEnv(telegram), `channels.telegram.${key}`]);
   }
   return found;
+}
+
+/**
+ * `[envName, keyPath]` for every secret the config names: each provider's API key, then every
+ * channel token.
+ *
+ * @example
+ * ```ts
+ * const secrets = new Map(configSecrets(config)); // "ANTHROPIC_API_KEY" → "providers[0].api_key_env"
+ * ```
+ */
+export function configSecrets(
+  config: Pick<CoopConfig, "providers" | "channels">,
+): Array<[string, string]> {
+  const found: Array<[string, string]> = [];
+  config.providers.forEach((provider, i) => {
+    if (provider.api_key_env !== undefined) {
+      found.push([provider.api_key_env, `providers[${i}].api_key_env`]);
+    }
+  });
+  return [...found, ...channelSecrets(config)];
 }

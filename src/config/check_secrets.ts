@@ -2,7 +2,7 @@
  * `coop check`: secrets — provider keys and channel tokens set, unique, never passed into a sandbox.
  * @module
  */
-import { channelSecrets } from "./channel_secrets.ts";
+import { channelSecrets, configSecrets } from "./channel_secrets.ts";
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 
@@ -12,10 +12,9 @@ export function checkSecrets(
   env: (name: string) => string | undefined,
   out: ConfigDiagnostic[],
 ): void {
-  const secrets = new Map<string, string>();
+  const secrets = new Map(configSecrets(config));
   config.providers.forEach((provider, i) => {
     if (provider.api_key_env === undefined) return;
-    secrets.set(provider.api_key_env, `providers[${i}].api_key_env`);
     if (!env(provider.api_key_env)) {
       out.push(configWarning(
         "config.missing_provider_key",
@@ -25,7 +24,6 @@ export function checkSecrets(
     }
   });
   for (const [name, path] of channelSecrets(config)) {
-    secrets.set(name, path);
     if (!env(name)) {
       out.push(configWarning(
         "config.missing_channel_token",

@@ -4,7 +4,7 @@
  * @module
  */
 import type { CoopConfig } from "../config/config.ts";
-import { channelSecrets } from "../config/channel_secrets.ts";
+import { configSecrets } from "../config/channel_secrets.ts";
 import { join } from "node:path";
 import { type HostArgvRunner, type HostRunner, runArgvOnHost, runOnHost } from "./host_runner.ts";
 import type { ArgvRunner, CommandOptions, CommandRunner } from "./tool_contract.ts";
@@ -28,9 +28,7 @@ export class HostPlacement {
   ) {
     this.#host = host;
     this.#hostArgv = hostArgv;
-    const secrets = new Set<string>();
-    for (const p of config.providers) if (p.api_key_env) secrets.add(p.api_key_env);
-    for (const [name] of channelSecrets(config)) secrets.add(name);
+    const secrets = new Set(configSecrets(config).map(([name]) => name));
     this.#hostEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !secrets.has(k)));
   }
 

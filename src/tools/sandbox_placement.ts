@@ -6,6 +6,7 @@
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import type { CoopConfig } from "../config/config.ts";
 import { gatewaySockets } from "../config/gateway_sockets.ts";
+import { configSecrets } from "../config/channel_secrets.ts";
 import { type SandboxSettings, toSandboxPolicy } from "../config/sandbox_settings.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
 import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
@@ -52,7 +53,27 @@ export function sandboxPolicyFor(
   settings: SandboxSettings,
   workspace: string,
 ): SandboxPolicyInput {
+  refuseSecretPassthrough(config, settings);
   return { ...toSandboxPolicy(settings, workspace), proxyNeverDial: gatewaySockets(config) };
+}
+
+/**
+ * Secrets never enter a sandbox. `coop check` refuses a config whose `env_passthrough` names
+ * one, but only where it runs (gateway start, reload): `coop run` and `coop shell` load the
+ * config without it. Every sandbox policy is built here, so the rule holds on every path.
+ */
+function refuseSecretPassthrough(config: CoopConfig, settings: SandboxSettings): void {
+  const secrets = new Map(configSecrets(config));
+  const named = settings.envPassthrough.filter((name) => secrets.has(name));
+  if (named.length === 0) return;
+  throw new CoopError(
+    "sandbox.secret_passthrough",
+    `env_passthrough names ${
+      named.map((name) => `${name} (${secrets.get(name)})`).join(", ")
+    }: secrets never enter a sandbox; remove ${
+      named.length === 1 ? "it" : "them"
+    } from env_passthrough in ${config.file} (\`coop check\` names the key)`,
+  );
 }
 
 /** Whose sandbox `sandboxPolicyForUser` builds. */
