@@ -111,7 +111,12 @@ export class Gateway {
     this.sessions = new SessionStore(db, undefined, this.#wal);
     this.pairing = new PairingStore(db);
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
-    this.sessionSandboxes = deps.sessionSandboxes ?? new SessionSandboxes(config.agent.stateDir);
+    // A live sandbox outlives its turn: one person holds at most their turn cap of them.
+    this.sessionSandboxes = deps.sessionSandboxes ?? new SessionSandboxes(config.agent.stateDir, {
+      maxPerPerson: (user) =>
+        this.config.users.find((u) => u.name === user)?.maxConcurrentTurns ??
+          this.config.agent.maxConcurrentTurnsPerUser,
+    });
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
     this.#usage = new UsageStore(db, undefined, this.#wal);

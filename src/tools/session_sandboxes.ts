@@ -8,6 +8,11 @@
  * its latest command run once it is gone: the CPU time its background processes used is
  * charged (`onCpuSeconds`), and the workspace is scanned once more (`afterEnd`).
  *
+ * One person's live sandboxes are capped (`maxPerPerson`, the gateway passes their turn cap):
+ * a live sandbox outlives its turn, and a client that names a fresh session on every request
+ * would otherwise leave one more running each time, until its idle timeout. Past the cap, the
+ * one they used least recently, and that runs no command, is stopped first.
+ *
  * Where the session's cgroup counts CPU, what runs in the background is charged while it runs
  * too: after each command, and every `chargeEveryMs` while no command runs. Charged only at the
  * end, a person could keep a CPU-bound job running behind a session kept alive by chatting,
@@ -57,7 +62,15 @@ export interface SessionSandboxesOptions {
   start?: SessionStarter;
   /** How often an idle live sandbox's background CPU is charged; default `CHARGE_EVERY_MS`. */
   chargeEveryMs?: number;
+  /**
+   * How many live sandboxes one person (`SessionKey.user`) may have; default
+   * `DEFAULT_MAX_PER_PERSON`. Asked each time one starts, so a reload's new value applies.
+   */
+  maxPerPerson?: (user: string) => number;
 }
+
+/** Live sandboxes per person without `maxPerPerson`: `[agent] max_concurrent_turns_per_user`'s default. */
+export const DEFAULT_MAX_PER_PERSON = 4;
 
 /** How often a live sandbox's background CPU is charged while no command runs, by default. */
 export const CHARGE_EVERY_MS = 5000;
@@ -73,6 +86,8 @@ interface Entry {
   sandbox: Promise<SessionSandbox>;
   idle?: ReturnType<typeof setTimeout>;
   running: number;
+  /** When a command last started in it (`performance.now()`): the least recent goes first. */
+  lastUsed: number;
   /** The latest command's hooks, run at the end. */
   hooks: SessionEndHooks;
   /** Background CPU charged while the sandbox ran (milliseconds); the end charges the rest. */
@@ -99,12 +114,14 @@ export class SessionSandboxes {
   readonly #stateDir: string;
   readonly #start: SessionStarter;
   readonly #chargeEveryMs: number;
+  readonly #maxPerPerson: (user: string) => number;
 
   /** `stateDir` receives the files `coop sandbox ps` reads. */
   constructor(stateDir: string, options: SessionSandboxesOptions = {}) {
     this.#stateDir = stateDir;
     this.#start = options.start ?? ((policy) => startSession(policy));
     this.#chargeEveryMs = options.chargeEveryMs ?? CHARGE_EVERY_MS;
+    this.#maxPerPerson = options.maxPerPerson ?? (() => DEFAULT_MAX_PER_PERSON);
   }
 
   /** How many session sandboxes are live (or starting). */
@@ -124,6 +141,7 @@ export class SessionSandboxes {
   ): Promise<ExecResult> {
     const entry = await this.#entryFor(key, policy);
     clearTimeout(entry.idle);
+    entry.lastUsed = performance.now();
     // The latest turn's meter pays for what the session runs in the background until it ends.
     entry.hooks = {
       onCpuSeconds: options.onCpuSeconds,
@@ -177,6 +195,7 @@ export class SessionSandboxes {
         await this.stop(other.key);
       }
     }
+    await this.#makeRoomFor(key);
     const id = randomBytes(4).toString("hex");
     const sandbox = this.#start(policy);
     const entry: Entry = {
@@ -186,6 +205,7 @@ export class SessionSandboxes {
       policyKey,
       sandbox,
       running: 0,
+      lastUsed: performance.now(),
       hooks: {},
       chargedMs: 0,
       finished: Promise.resolve(),
@@ -223,6 +243,31 @@ export class SessionSandboxes {
       if (this.#entries.get(k) === entry) this.#entries.delete(k);
     });
     return entry;
+  }
+
+  /**
+   * Stops `key.user`'s least recently used idle live sandboxes until one more fits their cap. One
+   * that runs a command is never stopped: those are bounded by the person's turn cap already.
+   */
+  async #makeRoomFor(key: SessionKey): Promise<void> {
+    const cap = Math.max(1, this.#maxPerPerson(key.user));
+    const theirs = () =>
+      [...this.#entries.values()].filter((e) =>
+        e.key.user === key.user && keyOf(e.key) !== keyOf(key)
+      );
+    for (let live = theirs(); live.length >= cap; live = theirs()) {
+      const idle = live.filter((e) => e.running === 0).sort((a, b) => a.lastUsed - b.lastUsed);
+      if (idle.length === 0) return;
+      log.info("sandbox.session.evicted {user} {id}: {count} live sandboxes, their cap is {cap}", {
+        event: "sandbox.session.evicted",
+        user: key.user,
+        id: idle[0].id,
+        count: live.length,
+        cap,
+        session: `${idle[0].key.channel}:${idle[0].key.session}`,
+      });
+      await this.stop(idle[0].key);
+    }
   }
 
   /**
