@@ -20,7 +20,7 @@ export type { ExecOptions, ExecResult } from "./exec.ts";
 export type { DiskQuotaReport } from "./disk_quota.ts";
 export type { SandboxTerminal, TerminalSize } from "./terminal.ts";
 export { spawnSandboxed } from "./spawn.ts";
-export { SessionEndedError, startSession } from "./session.ts";
+export { SessionEndedError, SessionOutdatedError, startSession } from "./session.ts";
 export { SandboxUpperInUseError } from "./upper_lock.ts";
 export { environmentWritesSettled } from "./upper_sync.ts";
 export type {

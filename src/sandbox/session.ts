@@ -26,8 +26,10 @@ import {
   SessionEndedError,
   type SessionExecOptions,
   type SessionOptions,
+  SessionOutdatedError,
   type SessionSandbox,
 } from "./session_types.ts";
+import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { logSetupFailure, type StartedInit, startInit } from "./start_init.ts";
 import { timeoutProblem } from "./duration.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
@@ -39,6 +41,7 @@ export {
   SessionEndedError,
   type SessionExecOptions,
   type SessionOptions,
+  SessionOutdatedError,
   type SessionSandbox,
 } from "./session_types.ts";
 
@@ -210,6 +213,16 @@ class LiveSession implements SessionSandbox {
       throw new SandboxPolicyError(`maxOutputBytes must be a positive number, got ${limit}`);
     }
     options.signal?.throwIfAborted();
+    if (!this.alive) throw new SessionEndedError("the session sandbox has ended");
+    // A `.git` made since the start (a clone by the last command, the owner's) would be writable
+    // here, where a fresh sandbox keeps it read-only (ATTACKS F5): refuse, fail closed.
+    const protectedNow = await protectedPathsOffLoop(
+      this.policy.workspace,
+      this.policy.protectedNames,
+      this.policy.scanLimit,
+    );
+    const unprotected = protectedNow.filter((path) => !this.init.protectedPaths.includes(path));
+    if (unprotected.length > 0) throw new SessionOutdatedError(unprotected);
     if (!this.alive) throw new SessionEndedError("the session sandbox has ended");
     const spec = buildCommandSpec(this.policy, argv, {
       env: options.env,

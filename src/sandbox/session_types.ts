@@ -82,6 +82,26 @@ export interface SessionCpuTime {
   systemMs: number;
 }
 
+/**
+ * A command of a session was refused because a protected path (`.git`, …) appeared in the
+ * workspace after the session started: its init keeps read-only only what existed then, and
+ * nothing can be mounted into a running sandbox. Stop the session and start a new one (the
+ * gateway does, before the command runs).
+ */
+export class SessionOutdatedError extends SandboxError {
+  /** The protected paths (relative to the workspace) the session does not keep read-only. */
+  readonly paths: readonly string[];
+  constructor(paths: readonly string[]) {
+    super(
+      "sandbox.session_outdated",
+      `${paths.join(", ")} appeared after the session sandbox started, which keeps read-only ` +
+        "only what existed then; the command was not run — start a new session",
+    );
+    this.name = "SessionOutdatedError";
+    this.paths = paths;
+  }
+}
+
 /** A command of a session was refused because the session is over. */
 export class SessionEndedError extends SandboxError {
   /** `message` says what ended it. */

@@ -68,6 +68,8 @@ export interface StartedInit {
   workdir: string | null;
   /** The upper's lock (upper_lock.ts), held until the init is reaped; else null. */
   upperLock: UpperLock | null;
+  /** The protected paths (relative to the workspace) the init keeps read-only. */
+  protectedPaths: readonly string[];
 }
 
 /**
@@ -185,6 +187,7 @@ async function buildInit(
     tty,
     upper: policy.rootfs && "upper" in policy.rootfs ? policy.rootfs.upper : null,
     workdir,
+    protectedPaths,
   };
 }
 

@@ -8,6 +8,10 @@
  * its latest command run once it is gone: the CPU time its background processes used is
  * charged (`onCpuSeconds`), and the workspace is scanned once more (`afterEnd`).
  *
+ * A session sandbox keeps read-only the protected paths (`.git`, …) that existed when it
+ * started; a command after a new one appeared is refused by it (`SessionOutdatedError`), and runs
+ * in a new sandbox instead, the old one stopped first.
+ *
  * One person's live sandboxes are capped (`maxPerPerson`, the gateway passes their turn cap):
  * a live sandbox outlives its turn, and a client that names a fresh session on every request
  * would otherwise leave one more running each time, until its idle timeout. Past the cap, the
@@ -25,6 +29,7 @@ import {
   type ExecResult,
   type SandboxPolicyInput,
   type SessionExecOptions,
+  SessionOutdatedError,
   type SessionSandbox,
   startSession,
 } from "../sandbox/mod.ts";
@@ -134,6 +139,33 @@ export class SessionSandboxes {
    * (or its policy changed); `idleTimeoutMs` of no command afterwards stops it.
    */
   async exec(
+    key: SessionKey,
+    policy: SandboxPolicyInput,
+    argv: readonly string[],
+    options: SessionExecOptions & { idleTimeoutMs: number } & SessionEndHooks,
+  ): Promise<ExecResult> {
+    try {
+      return await this.#execIn(key, policy, argv, options);
+    } catch (error) {
+      if (!(error instanceof SessionOutdatedError)) throw error;
+      // A protected path appeared since it started (a repository cloned by the last command):
+      // a new sandbox keeps it read-only, so the command runs in one; what ran in the
+      // background of the old one ends with it.
+      log.info(
+        "sandbox.session.restarted {user}: {paths} appeared; a new sandbox keeps them read-only",
+        {
+          event: "sandbox.session.restarted",
+          user: key.user,
+          session: `${key.channel}:${key.session}`,
+          paths: error.paths,
+        },
+      );
+      await this.stop(key);
+      return await this.#execIn(key, policy, argv, options);
+    }
+  }
+
+  async #execIn(
     key: SessionKey,
     policy: SandboxPolicyInput,
     argv: readonly string[],
