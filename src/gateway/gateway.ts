@@ -16,13 +16,13 @@ import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
 import { type Route, routeSender, sessionOwner } from "./router.ts";
-import { type ExecutorDependencies, ToolExecutor } from "../tools/tool_executor.ts";
+import { ToolExecutor } from "../tools/tool_executor.ts";
 import { SessionSandboxes } from "../tools/session_sandboxes.ts";
 import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
 import { SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
-import { type SyncData, WalFlusher } from "../state/wal_flush.ts";
-import { type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
+import { WalFlusher } from "../state/wal_flush.ts";
+import { liveSandboxCap, type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
 import { PairingStore } from "../state/pairing_store.ts";
 import { PairingGate } from "./pairing_gate.ts";
 import { pairedUsers } from "./pairing_approval.ts";
@@ -40,26 +40,13 @@ import { runConversationTurn } from "./conversation_turn.ts";
 import { endChangedSessions } from "./reload_sessions.ts";
 import { cronRoute } from "./cron_route.ts";
 import { environmentWritesSettled } from "../sandbox/mod.ts";
+import type { GatewayDependencies } from "./gateway_dependencies.ts";
 
 const log = getLogger(["coop", "gateway"]);
 
 export { HISTORY_LIMIT } from "./conversation_turn.ts";
 export { GatewayError } from "./gateway_error.ts";
-
-/** What the gateway may be given instead of the real world (tests inject fakes). */
-export interface GatewayDependencies {
-  /** The executor's dependencies (fake sandbox, host runner, environment). */
-  executor?: ExecutorDependencies;
-  /** Provider options (environment lookup, retry policy, fetch). */
-  provider?: ProviderOptions;
-  /** An open state database; default `openStateDb(config.agent.stateDir)`. */
-  db?: DatabaseSync;
-  /** How the group commit fsyncs the WAL (tests hold one open and count them). */
-  walSync?: SyncData;
-  /** The clock of pairing codes (expiry, re-sends); default `Date.now`. */
-  now?: () => number;
-  sessionSandboxes?: SessionSandboxes; // the live sessions' registry (tests: fake sessions)
-}
+export type { GatewayDependencies } from "./gateway_dependencies.ts";
 
 /**
  * Runs turns for every channel. `handle` is the channels' `TurnHandler`; `runCronJob` is the
@@ -111,12 +98,10 @@ export class Gateway {
     this.sessions = new SessionStore(db, undefined, this.#wal);
     this.pairing = new PairingStore(db);
     this.#pairingGate = new PairingGate(this.pairing, () => this.config.pairing, deps.now);
-    // A live sandbox outlives its turn: one person holds at most their turn cap of them.
-    this.sessionSandboxes = deps.sessionSandboxes ?? new SessionSandboxes(config.agent.stateDir, {
-      maxPerPerson: (user) =>
-        this.config.users.find((u) => u.name === user)?.maxConcurrentTurns ??
-          this.config.agent.maxConcurrentTurnsPerUser,
-    });
+    this.sessionSandboxes = deps.sessionSandboxes ??
+      new SessionSandboxes(config.agent.stateDir, {
+        maxPerPerson: (u) => liveSandboxCap(this.config, u),
+      });
     this.#executor = this.#newExecutor(config);
     this.#providerOptions = deps.provider ?? {};
     this.#usage = new UsageStore(db, undefined, this.#wal);

@@ -39,6 +39,15 @@ export function turnLimitFor(config: Pick<CoopConfig, "agent">, route: Route): T
   };
 }
 
+/**
+ * The live session sandboxes one person may hold (`SessionSandboxes`' `maxPerPerson`): their turn
+ * cap. A live sandbox outlives its turn; uncapped, a fresh session per request left one more each.
+ */
+export function liveSandboxCap(config: Pick<CoopConfig, "agent" | "users">, user: string): number {
+  const own = config.users.find((u) => u.name === user)?.maxConcurrentTurns;
+  return own ?? config.agent.maxConcurrentTurnsPerUser;
+}
+
 /** A turn refused because its person already has as many turns running and waiting as allowed. */
 export class TurnLimitError extends TurnRefusedError {
   /** Whose turns (a user name, or `public:<sender>` for an unknown sender). */

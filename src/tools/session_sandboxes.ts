@@ -33,8 +33,16 @@ import {
   type SessionSandbox,
   startSession,
 } from "../sandbox/mod.ts";
-import { errorMessage } from "../errors/coop_error.ts";
 import { processStartTime, removeLiveSandbox, writeLiveSandbox } from "./live_sandbox_files.ts";
+import {
+  CHARGE_EVERY_MS,
+  chargeBackground,
+  type MeteredSession,
+  type SessionEndHooks,
+  settleSession,
+} from "./session_metering.ts";
+
+export { CHARGE_EVERY_MS, type SessionEndHooks } from "./session_metering.ts";
 
 const log = getLogger(["coop", "tools", "session"]);
 
@@ -43,19 +51,6 @@ export interface SessionKey {
   channel: string;
   user: string;
   session: string;
-}
-
-/** What the latest command of a session asks to be done when its sandbox ends. */
-export interface SessionEndHooks {
-  /** Receives the CPU seconds no command's result reported (background processes, the init). */
-  onCpuSeconds?: (seconds: number) => void;
-  /** Runs once the sandbox is gone (the last workspace scan); `stop()` waits for it. */
-  afterEnd?: (session: { startedAt: number }) => Promise<unknown>;
-  /**
-   * Whether the budget `onCpuSeconds` charges is spent; asked after each charge of background
-   * CPU while the sandbox lives, which is stopped when it is.
-   */
-  budgetSpent?: () => boolean;
 }
 
 /** Starts a session sandbox (tests may inject one). */
@@ -77,26 +72,14 @@ export interface SessionSandboxesOptions {
 /** Live sandboxes per person without `maxPerPerson`: `[agent] max_concurrent_turns_per_user`'s default. */
 export const DEFAULT_MAX_PER_PERSON = 4;
 
-/** How often a live sandbox's background CPU is charged while no command runs, by default. */
-export const CHARGE_EVERY_MS = 5000;
-/** Background CPU below this waits for the next charge (each late charge is a usage write). */
-const MIN_CHARGE_MS = 10;
-
-interface Entry {
-  id: string;
-  key: SessionKey;
+interface Entry extends MeteredSession {
   /** The overlay upper directory it mounts, if any. */
   upper?: string;
   policyKey: string;
   sandbox: Promise<SessionSandbox>;
   idle?: ReturnType<typeof setTimeout>;
-  running: number;
   /** When a command last started in it (`performance.now()`): the least recent goes first. */
   lastUsed: number;
-  /** The latest command's hooks, run at the end. */
-  hooks: SessionEndHooks;
-  /** Background CPU charged while the sandbox ran (milliseconds); the end charges the rest. */
-  chargedMs: number;
   /** Charges the background CPU every `chargeEveryMs` while it lives. */
   meter?: ReturnType<typeof setInterval>;
   /** Settles once the sandbox has ended and its hooks have run. */
@@ -269,7 +252,7 @@ export class SessionSandboxes {
         clearInterval(entry.meter);
         if (this.#entries.get(k) === entry) this.#entries.delete(k);
         log.info("sandbox.session.ended {user} {id}", { user: key.user, id });
-        await this.#settle(entry, live);
+        await settleSession(entry, live);
       });
     }, () => {
       if (this.#entries.get(k) === entry) this.#entries.delete(k);
@@ -302,36 +285,9 @@ export class SessionSandboxes {
     }
   }
 
-  /**
-   * Charges the background CPU the session's cgroup has counted since the last charge, when no
-   * command runs (a running command's own CPU is charged with its result); nothing where no
-   * cgroup counts it.
-   */
+  /** Charges `entry`'s background CPU (session_metering.ts); stops it once the budget is spent. */
   #chargeBackground(entry: Entry, live: SessionSandbox): void {
-    if (entry.running > 0) return;
-    const cpu = live.unclaimedCpuSoFar();
-    if (!cpu) return;
-    const ms = cpu.userMs + cpu.systemMs - entry.chargedMs;
-    if (ms < MIN_CHARGE_MS) return;
-    entry.chargedMs += ms;
-    log.debug("sandbox.session.cpu {user} {id}: {seconds} s in the background, charged", {
-      user: entry.key.user,
-      id: entry.id,
-      seconds: ms / 1000,
-    });
-    let spent = false;
-    try {
-      entry.hooks.onCpuSeconds?.(ms / 1000);
-      spent = entry.hooks.budgetSpent?.() ?? false;
-    } catch (error) {
-      // A timer's callback, or a command's end: the command's result stands either way.
-      log.error("sandbox.session.charge_failed {user} {id}: {error}", {
-        user: entry.key.user,
-        id: entry.id,
-        error: errorMessage(error),
-      });
-    }
-    if (!spent || this.#entries.get(keyOf(entry.key)) !== entry) return;
+    if (!chargeBackground(entry, live) || this.#entries.get(keyOf(entry.key)) !== entry) return;
     // The budget refuses the person's next turn at the door; what they left running stops now.
     log.warn("sandbox.session.budget_spent {user} {id}: stopped, with its background processes", {
       event: "sandbox.session.budget_spent",
@@ -339,37 +295,6 @@ export class SessionSandboxes {
       id: entry.id,
     });
     void this.stop(entry.key);
-  }
-
-  /** Charges the CPU time no command reported and runs the last scan; never throws. */
-  async #settle(entry: Entry, live: SessionSandbox): Promise<void> {
-    const { onCpuSeconds, afterEnd } = entry.hooks;
-    try {
-      const cpu = await live.unclaimedCpu;
-      // What was charged while it ran is not charged again.
-      const seconds = Math.max(0, cpu.userMs + cpu.systemMs - entry.chargedMs) / 1000;
-      log.info("sandbox.session.cpu {user} {id}: {seconds} s not charged with a command", {
-        user: entry.key.user,
-        id: entry.id,
-        seconds,
-      });
-      onCpuSeconds?.(seconds);
-    } catch (error) {
-      log.error("sandbox.session.charge_failed {user} {id}: {error}", {
-        user: entry.key.user,
-        id: entry.id,
-        error: errorMessage(error),
-      });
-    }
-    try {
-      await afterEnd?.({ startedAt: live.startedAt });
-    } catch (error) {
-      log.error("sandbox.session.end_scan_failed {user} {id}: {error}", {
-        user: entry.key.user,
-        id: entry.id,
-        error: errorMessage(error),
-      });
-    }
   }
 
   /** Stops `key`'s live sandbox, if it has one; resolves once it is gone and settled. */
