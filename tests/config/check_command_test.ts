@@ -167,6 +167,14 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
     /cron\[0\]\.sandbox\.tmp_size: must be from 1M to 64G/,
   ],
   [
+    "agent.model not among its provider's models",
+    BASE.replace(
+      'api_key_env = "ANTHROPIC_API_KEY"',
+      'api_key_env = "ANTHROPIC_API_KEY"\nmodels = ["claude-other"]',
+    ),
+    /agent\.model: "claude-test" is not one of the models provider "anthropic" allows \(providers\[0\]\.models: "claude-other"\)/,
+  ],
+  [
     "bad network mode",
     BASE + '[sandbox]\nnetwork = "wifi"\n',
     /sandbox\.network: expected one of "none", "host", "proxy"/,
