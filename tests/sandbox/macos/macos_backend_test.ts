@@ -351,6 +351,47 @@ Deno.test("apple/container (ATTACKS.md M4, F5): only the workspace is shared, it
   }
 });
 
+Deno.test("apple/container: a VM whose memory or CPUs differ from the policy's is replaced before the command runs", async () => {
+  const fakes = await fakeTools(["container"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      const options = { platform: fakes.platform };
+      const GiB = 1024 ** 3;
+      await exec({ workspace, memoryBytes: GiB, cpus: 2 }, ["true"], options);
+      await exec({ workspace, memoryBytes: GiB, cpus: 2 }, ["true"], options);
+      // A reload, or a cron job's [cron.sandbox], gives the same workspace other limits.
+      const more = await exec(
+        { workspace, memoryBytes: 2 * GiB, cpus: 2 },
+        ["echo", "more"],
+        options,
+      );
+      await exec({ workspace, memoryBytes: 2 * GiB, cpus: 4 }, ["true"], options);
+      assertEquals(more.stdout, "more\n");
+      assertMatch(more.limits.reason, /VM bounds memory \(2048 MiB\) and CPUs \(2\)/);
+      const name = containerName(workspace);
+      const calls = await fakes.calls("container");
+      const runs = calls.filter((args) => args[0] === "run");
+      const flag = (args: string[], name: string) => args[args.indexOf(name) + 1];
+      assertEquals(runs.map((run) => [flag(run, "--memory"), flag(run, "--cpus")]), [
+        ["1024M", "2"],
+        ["2048M", "2"],
+        ["2048M", "4"],
+      ]);
+      for (const run of runs.slice(1)) {
+        assertEquals(calls[calls.indexOf(run) - 1], ["delete", "--force", name], "old VM first");
+      }
+      assertEquals(
+        calls.filter((args) => args[0] === "delete").length,
+        2,
+        "the same limits reuse the VM",
+      );
+      assertEquals(calls.at(-1)?.[0], "exec", "then the command runs");
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
 Deno.test("apple/container: a protected path --mount cannot express is refused, and nothing runs", async () => {
   const fakes = await fakeTools(["container"]);
   try {
