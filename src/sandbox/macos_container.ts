@@ -19,7 +19,7 @@ import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxLimitError, SandboxPolicyError, SandboxUnavailableError } from "./errors.ts";
 import { protectedPathsIn } from "./protected_paths.ts";
 import type { ExecOptions, ExecResult } from "./exec.ts";
-import { execResultOf, refuseWorkspaceQuotas } from "./foreign_result.ts";
+import { execResultOf, refuseEnvironment, refuseWorkspaceQuotas } from "./foreign_result.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy } from "./policy.ts";
 
@@ -252,6 +252,7 @@ export async function execWithContainer(
   argv: readonly string[],
   options: ExecOptions & { timeoutMs: number },
 ): Promise<ExecResult> {
+  refuseEnvironment(policy, "apple/container");
   if (policy.network !== "none") {
     throw new SandboxUnavailableError(
       `network "${policy.network}" is not available with the apple/container backend yet ` +

@@ -533,3 +533,49 @@ Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both b
     }
   }
 });
+
+Deno.test("environments on macOS: a policy with rootfs or persist is refused by both backends, naming the field, before anything runs", async () => {
+  const rootfs = { lower: "host", upper: "/var/coop/upper/bob", work: "/var/coop/work/bob" };
+  const persist = [{ source: "/var/coop/cache/bob", target: "/root/.cache" }];
+  const environments: [Record<string, unknown>, string][] = [
+    [{ rootfs }, "rootfs: "],
+    [{ persist }, "persist: "],
+    [{ rootfs, persist }, "rootfs, persist: "],
+  ];
+  for (
+    const [backend, tools] of [
+      ["sandbox-exec", ["sandbox-exec"]],
+      ["apple/container", ["container", "sandbox-exec"]],
+    ] as const
+  ) {
+    const fakes = await fakeTools([...tools]);
+    try {
+      await withWorkspace(async (workspace) => {
+        for (const [environment, named] of environments) {
+          const policy = { workspace, ...environment };
+          const error = await assertRejects(
+            () => exec(policy, ["touch", `${workspace}/ran`], { platform: fakes.platform }),
+            SandboxUnavailableError,
+          );
+          assert(error.message.startsWith(named), error.message);
+          assertMatch(error.message, new RegExp(`the ${backend} backend cannot give a command`));
+          assertMatch(error.message, /environments need Linux/);
+          assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
+        }
+        assertEquals(await fakes.calls("sandbox-exec"), []);
+        if (backend === "apple/container") {
+          const verbs = (await fakes.calls("container")).map((args) => args[0]);
+          assertEquals(verbs.filter((verb) => verb === "run" || verb === "exec"), []);
+          assert(verbs.includes("system"), "the container backend was the one chosen");
+        }
+        // An empty persist list is the policy's default: no environment, the command runs.
+        const r = await exec({ workspace, persist: [] }, ["sh", "-c", "echo ok"], {
+          platform: fakes.platform,
+        });
+        assertEquals(r.stdout, "ok\n");
+      });
+    } finally {
+      await fakes.remove();
+    }
+  }
+});
