@@ -488,13 +488,18 @@ Deno.test("missing CLIs: a stopped container service falls back to sandbox-exec 
   }
 });
 
-Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both backends before anything runs", async () => {
-  const MiB = 1 << 20;
-  const quotas: [Record<string, number>, string][] = [
-    [{ diskQuotaBytes: 100 * MiB }, "diskQuotaBytes: "],
-    [{ inodeQuota: 1000 }, "inodeQuota: "],
-    [{ diskQuotaBytes: 100 * MiB, inodeQuota: 1000 }, "diskQuotaBytes, inodeQuota: "],
-  ];
+/**
+ * Asserts that both macOS backends refuse each policy of `cases` (fields over a workspace) with
+ * `type`, its message starting with the named fields and matching `reason(backend)`, before any
+ * tool ran the command; and that the same workspace with `plain` runs (the refusal is the
+ * fields', nothing else).
+ */
+async function assertRefusedOnBothBackends(
+  cases: ReadonlyArray<[Record<string, unknown>, string]>,
+  type: typeof SandboxLimitError | typeof SandboxUnavailableError,
+  reason: (backend: string) => RegExp,
+  plain: Record<string, unknown> = {},
+): Promise<void> {
   for (
     const [backend, tools] of [
       ["sandbox-exec", ["sandbox-exec"]],
@@ -504,17 +509,14 @@ Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both b
     const fakes = await fakeTools([...tools]);
     try {
       await withWorkspace(async (workspace) => {
-        for (const [quota, named] of quotas) {
-          const policy = { workspace, ...quota };
+        for (const [fields, named] of cases) {
+          const policy = { workspace, ...fields };
           const error = await assertRejects(
-            () => exec(policy, ["touch", "/work/ran"], { platform: fakes.platform }),
-            SandboxLimitError,
+            () => exec(policy, ["touch", `${workspace}/ran`], { platform: fakes.platform }),
+            type,
           );
           assert(error.message.startsWith(named), error.message);
-          assertMatch(
-            error.message,
-            new RegExp(`the ${backend} backend cannot enforce workspace quotas`),
-          );
+          assertMatch(error.message, reason(backend));
           assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
         }
         // Refused before the command reached the tool: no sandbox-exec run, no VM, no exec.
@@ -524,52 +526,7 @@ Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both b
           assertEquals(verbs.filter((verb) => verb === "run" || verb === "exec"), []);
           assert(verbs.includes("system"), "the container backend was the one chosen");
         }
-        // The same workspace without a quota runs: the refusal is the quota's, nothing else.
-        const r = await exec({ workspace }, ["sh", "-c", "echo ok"], { platform: fakes.platform });
-        assertEquals(r.stdout, "ok\n");
-      });
-    } finally {
-      await fakes.remove();
-    }
-  }
-});
-
-Deno.test("environments on macOS: a policy with rootfs or persist is refused by both backends, naming the field, before anything runs", async () => {
-  const rootfs = { lower: "host", upper: "/var/coop/upper/bob", work: "/var/coop/work/bob" };
-  const persist = [{ source: "/var/coop/cache/bob", target: "/root/.cache" }];
-  const environments: [Record<string, unknown>, string][] = [
-    [{ rootfs }, "rootfs: "],
-    [{ persist }, "persist: "],
-    [{ rootfs, persist }, "rootfs, persist: "],
-  ];
-  for (
-    const [backend, tools] of [
-      ["sandbox-exec", ["sandbox-exec"]],
-      ["apple/container", ["container", "sandbox-exec"]],
-    ] as const
-  ) {
-    const fakes = await fakeTools([...tools]);
-    try {
-      await withWorkspace(async (workspace) => {
-        for (const [environment, named] of environments) {
-          const policy = { workspace, ...environment };
-          const error = await assertRejects(
-            () => exec(policy, ["touch", `${workspace}/ran`], { platform: fakes.platform }),
-            SandboxUnavailableError,
-          );
-          assert(error.message.startsWith(named), error.message);
-          assertMatch(error.message, new RegExp(`the ${backend} backend cannot give a command`));
-          assertMatch(error.message, /environments need Linux/);
-          assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
-        }
-        assertEquals(await fakes.calls("sandbox-exec"), []);
-        if (backend === "apple/container") {
-          const verbs = (await fakes.calls("container")).map((args) => args[0]);
-          assertEquals(verbs.filter((verb) => verb === "run" || verb === "exec"), []);
-          assert(verbs.includes("system"), "the container backend was the one chosen");
-        }
-        // An empty persist list is the policy's default: no environment, the command runs.
-        const r = await exec({ workspace, persist: [] }, ["sh", "-c", "echo ok"], {
+        const r = await exec({ workspace, ...plain }, ["sh", "-c", "echo ok"], {
           platform: fakes.platform,
         });
         assertEquals(r.stdout, "ok\n");
@@ -578,4 +535,36 @@ Deno.test("environments on macOS: a policy with rootfs or persist is refused by 
       await fakes.remove();
     }
   }
+}
+
+Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both backends before anything runs", async () => {
+  const MiB = 1 << 20;
+  await assertRefusedOnBothBackends(
+    [
+      [{ diskQuotaBytes: 100 * MiB }, "diskQuotaBytes: "],
+      [{ inodeQuota: 1000 }, "inodeQuota: "],
+      [{ diskQuotaBytes: 100 * MiB, inodeQuota: 1000 }, "diskQuotaBytes, inodeQuota: "],
+    ],
+    SandboxLimitError,
+    (backend) => new RegExp(`the ${backend} backend cannot enforce workspace quotas`),
+  );
+});
+
+Deno.test("environments on macOS: a policy with rootfs or persist is refused by both backends, naming the field, before anything runs", async () => {
+  const rootfs = { lower: "host", upper: "/var/coop/upper/bob", work: "/var/coop/work/bob" };
+  const persist = [{ source: "/var/coop/cache/bob", target: "/root/.cache" }];
+  await assertRefusedOnBothBackends(
+    [
+      [{ rootfs }, "rootfs: "],
+      [{ persist }, "persist: "],
+      [{ rootfs, persist }, "rootfs, persist: "],
+    ],
+    SandboxUnavailableError,
+    (backend) =>
+      new RegExp(
+        `the ${backend} backend cannot give a command an environment \\(environments need Linux`,
+      ),
+    // An empty persist list is the policy's default: no environment, the command runs.
+    { persist: [] },
+  );
 });
