@@ -17,6 +17,8 @@ export interface ProviderEntry {
   kind: ProviderKind;
   base_url?: string;
   api_key_env?: string;
+  /** The model ids this provider may be asked for; absent: any. */
+  models?: readonly string[];
   /** Longest wait for the connection (TCP and TLS); default 10 s. */
   connect_timeout?: number;
   /** Longest wait from connected to the response headers; default 120 s. */
@@ -127,6 +129,15 @@ export function selectModel(
       "provider.not_configured",
       ref.provider,
       "[agent] model names it, but there is no [[providers]] entry with that name",
+    );
+  }
+  // `coop check` refuses such a config; this keeps a config that skipped it from using the model.
+  if (entry.models !== undefined && !entry.models.includes(ref.model)) {
+    throw new ProviderError(
+      "provider.not_configured",
+      entry.name,
+      `[agent] model asks for "${ref.model}", which is not one of its models ` +
+        `(${entry.models.map((m) => `"${m}"`).join(", ")})`,
     );
   }
   return { provider: createProvider(entry, options), model: ref.model };

@@ -6,7 +6,7 @@ import { parseModelRef } from "./provider_kinds.ts";
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 
-/** Duplicate providers, missing keys, base URLs, and `agent.model` naming a provider. */
+/** Duplicate providers, missing keys, base URLs, and `agent.model`: its provider and model. */
 export function checkProviders(config: CoopConfig, out: ConfigDiagnostic[]): void {
   const seen = new Map<string, number>();
   config.providers.forEach((provider, i) => {
@@ -57,12 +57,24 @@ export function checkProviders(config: CoopConfig, out: ConfigDiagnostic[]): voi
     return;
   }
   const name = ref.provider;
-  if (!seen.has(name)) {
+  const index = seen.get(name);
+  if (index === undefined) {
     const known = config.providers.map((p) => `"${p.name}"`).join(", ");
     out.push(configError(
       "config.unknown_provider",
       "agent.model",
       `no [[providers]] entry named "${name}"` + (known ? ` (configured: ${known})` : ""),
+    ));
+    return;
+  }
+  // `agent.model` is the only model a turn uses: no user, group or cron job chooses another.
+  const models = config.providers[index].models;
+  if (models !== undefined && !models.includes(ref.model)) {
+    out.push(configError(
+      "config.model_not_listed",
+      "agent.model",
+      `"${ref.model}" is not one of the models provider "${name}" allows ` +
+        `(providers[${index}].models: ${models.map((m) => `"${m}"`).join(", ")})`,
     ));
   }
 }

@@ -1,16 +1,15 @@
 /**
- * `coop check`: the sandbox and the workspace — limits the host cannot enforce, timeouts, and
+ * `coop check`: the sandbox and the workspace — limits the host cannot enforce, and
  * Coop's own files kept out of every sandbox.
  * @module
  */
-import { formatDuration } from "../sandbox/duration.ts";
 import { isInside } from "../sandbox/path_containment.ts";
 import { cgroupHost } from "../sandbox/mod.ts";
 import type { CoopConfig } from "./config.ts";
 import { type ConfigDiagnostic, configError, configWarning } from "./config_diagnostic.ts";
 import { userScopeDirectory } from "./user_directories.ts";
 
-/** Limits this host cannot enforce, unused allow_domains, timeout above max_timeout. */
+/** Limits this host cannot enforce, and unused allow_domains (timeouts: check_timeouts.ts). */
 export function checkSandbox(config: CoopConfig, out: ConfigDiagnostic[]): void {
   const tables: Array<[string, Record<string, unknown> | undefined]> = [
     ["sandbox", config.raw.sandbox],
@@ -42,22 +41,6 @@ export function checkSandbox(config: CoopConfig, out: ConfigDiagnostic[]): void 
       ));
     }
   }
-  const check = (path: string, timeout: number, max: number) => {
-    if (timeout > max) {
-      out.push(configError(
-        "config.timeout_above_max",
-        path,
-        `timeout (${formatDuration(timeout)}) is above max_timeout (${formatDuration(max)})`,
-      ));
-    }
-  };
-  check("sandbox.timeout", config.sandbox.defaults.timeoutMs, config.sandbox.defaults.maxTimeoutMs);
-  config.users.forEach((u, i) => {
-    const s = { ...config.sandbox.defaults, ...u.sandbox };
-    if (u.sandbox.timeoutMs !== undefined || u.sandbox.maxTimeoutMs !== undefined) {
-      check(`users[${i}].sandbox.timeout`, s.timeoutMs, s.maxTimeoutMs);
-    }
-  });
 }
 
 /** The config file and state directory overlapping a sandbox-visible directory. */

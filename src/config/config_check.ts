@@ -15,6 +15,7 @@ import { checkCron } from "./check_cron.ts";
 import { checkProviders } from "./check_providers.ts";
 import { checkPrivatePaths, checkSandbox, checkWorkspace } from "./check_sandbox.ts";
 import { checkSecrets } from "./check_secrets.ts";
+import { checkTimeouts } from "./check_timeouts.ts";
 import { checkGroups, checkUsers } from "./check_users.ts";
 import { checkWorkspaceAccess } from "./check_workspace_access.ts";
 import { checkNetwork } from "./check_network.ts";
@@ -40,6 +41,7 @@ export function checkConfig(
   checkProviders(config, out);
   checkSecrets(config, env, out);
   checkSandbox(config, out);
+  checkTimeouts(config, out);
   checkWorkspace(config, out);
   checkPrivatePaths(config, out);
   checkTerminalUser(config, out);

@@ -124,7 +124,9 @@ export const providerSchema = z.strictObject({
   type: z.enum(PROVIDER_KINDS).optional(),
   base_url: z.url("must be a URL").optional(),
   api_key_env: envName.optional(),
-  models: z.array(z.string().min(1)).optional(),
+  /** The model ids `agent.model` may name with this provider; absent: any (check_providers.ts). */
+  models: z.array(z.string().min(1))
+    .min(1, "must list at least one model id (leave models out to allow any)").optional(),
   connect_timeout: timeoutDuration.optional(),
   first_byte_timeout: timeoutDuration.optional(),
   idle_timeout: timeoutDuration.optional(),

@@ -4,7 +4,7 @@
  * @module
  */
 import type { CliResult } from "./cli_process.ts";
-import { SandboxLimitError } from "./errors.ts";
+import { SandboxLimitError, SandboxUnavailableError } from "./errors.ts";
 import type { ExecResult } from "./exec.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy } from "./policy.ts";
@@ -24,6 +24,25 @@ export function refuseWorkspaceQuotas(policy: SandboxPolicy, backend: string): v
     `${set.join(", ")}: the ${backend} backend cannot enforce workspace quotas (they need ` +
       "Linux: a loop-mounted image or the accounting watchdog, docs/limits.md); remove them " +
       "from the policy (disk_quota / inode_quota), or run the command on Linux",
+  );
+}
+
+/**
+ * Refuses a policy with an environment — `rootfs` (its own root) or `persist` binds — on a macOS
+ * backend (fail closed): both are Linux mounts, and a command run on the plain VM or host root
+ * instead would silently lack what its environment installed, or write where it must not persist.
+ */
+export function refuseEnvironment(policy: SandboxPolicy, backend: string): void {
+  const set = [
+    policy.rootfs !== undefined && "rootfs",
+    policy.persist.length > 0 && "persist",
+  ].filter(Boolean);
+  if (set.length === 0) return;
+  throw new SandboxUnavailableError(
+    `${set.join(", ")}: the ${backend} backend cannot give a command an environment ` +
+      "(environments need Linux: an overlay root and bind mounts, docs/environments.md); " +
+      "the command was not run — remove environment from this user's sandbox settings, or " +
+      "run Coop on Linux",
   );
 }
 

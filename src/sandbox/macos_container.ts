@@ -4,10 +4,12 @@
  * the workspace at /work, no DNS), then one `container exec` per command as an unprivileged
  * uid, since a VM per command costs 0.2–0.9 s. With network "none" the VM's default route is
  * removed as root at start; the commands' uid cannot put it back. The protected paths (`.git`,
- * …) that exist in the workspace are mounted read-only over it, and the VM carries a label of
- * which: when they change (a repository cloned by the last command), the VM is replaced before
- * the next command runs, so none of them is ever writable from inside. A timeout kills the VM
- * (the next command starts a fresh one): nothing the command started survives it.
+ * …) that exist in the workspace are mounted read-only over it, and the VM carries labels of
+ * which, and of its memory and CPUs: when either changes (a repository cloned by the last
+ * command; a reload, or a cron job's own limits), the VM is replaced before the next command
+ * runs, so none of them is ever writable from inside and every command gets its policy's limits.
+ * A timeout kills the VM (the next command starts a fresh one): nothing the command started
+ * survives it.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -17,7 +19,7 @@ import { buildEnvironment, WORKSPACE_MOUNT } from "./environment.ts";
 import { SandboxLimitError, SandboxPolicyError, SandboxUnavailableError } from "./errors.ts";
 import { protectedPathsIn } from "./protected_paths.ts";
 import type { ExecOptions, ExecResult } from "./exec.ts";
-import { execResultOf, refuseWorkspaceQuotas } from "./foreign_result.ts";
+import { execResultOf, refuseEnvironment, refuseWorkspaceQuotas } from "./foreign_result.ts";
 import type { AppliedLimits } from "./limits.ts";
 import type { SandboxPolicy } from "./policy.ts";
 
@@ -35,11 +37,41 @@ export function containerName(workspace: string): string {
 
 /** The label naming which protected paths a VM mounts read-only (`protectedPathsLabel`). */
 export const PROTECTED_LABEL = "coop.protected";
+/** The label naming the memory and CPUs a VM was started with (`limitsLabel`). */
+export const LIMITS_LABEL = "coop.limits";
 
 /** The label's value for `protectedPaths` (relative to the workspace): a digest of the sorted list. */
 export function protectedPathsLabel(protectedPaths: readonly string[]): string {
   const digest = createHash("sha256").update([...protectedPaths].sort().join("\0"));
   return digest.digest("hex").slice(0, 16);
+}
+
+/** The memory (MiB) and CPUs the VM gets for `policy`: whole CPUs, at least one. */
+function vmLimits(policy: SandboxPolicy): { memoryMib: number; cpus: number } {
+  return {
+    memoryMib: policy.memoryBytes ? Math.ceil(policy.memoryBytes / (1 << 20)) : DEFAULT_MEMORY_MIB,
+    cpus: Math.max(1, Math.ceil(policy.cpus ?? 1)),
+  };
+}
+
+/** The label's value for `policy`'s VM limits, e.g. `2048M-2cpu`. */
+export function limitsLabel(policy: SandboxPolicy): string {
+  const { memoryMib, cpus } = vmLimits(policy);
+  return `${memoryMib}M-${cpus}cpu`;
+}
+
+/**
+ * The labels that say which VM `policy` needs: a running VM whose labels differ in any of them
+ * (protected paths, memory, CPUs are all fixed when it starts) is replaced.
+ */
+function vmLabels(
+  policy: SandboxPolicy,
+  protectedPaths: readonly string[],
+): Record<string, string> {
+  return {
+    [PROTECTED_LABEL]: protectedPathsLabel(protectedPaths),
+    [LIMITS_LABEL]: limitsLabel(policy),
+  };
 }
 
 /**
@@ -70,9 +102,8 @@ export function containerRunArgs(
   name: string,
   protectedPaths: readonly string[] = [],
 ): string[] {
-  const memoryMib = policy.memoryBytes
-    ? Math.ceil(policy.memoryBytes / (1 << 20))
-    : DEFAULT_MEMORY_MIB;
+  const { memoryMib, cpus } = vmLimits(policy);
+  const labels = Object.entries(vmLabels(policy, protectedPaths));
   return [
     "run",
     "--detach",
@@ -80,12 +111,11 @@ export function containerRunArgs(
     name,
     "--label",
     "coop.sandbox=1",
-    "--label",
-    `${PROTECTED_LABEL}=${protectedPathsLabel(protectedPaths)}`,
+    ...labels.flatMap(([key, value]) => ["--label", `${key}=${value}`]),
     "--memory",
     `${memoryMib}M`,
     "--cpus",
-    String(Math.max(1, Math.ceil(policy.cpus ?? 1))),
+    String(cpus),
     "--volume",
     `${workspace}:${WORKSPACE_MOUNT}`,
     ...protectedMounts(workspace, protectedPaths),
@@ -147,16 +177,15 @@ export function containerLimits(policy: SandboxPolicy): AppliedLimits {
         "(its VM bounds memory and CPUs only); remove them from the policy",
     );
   }
+  const { memoryMib, cpus } = vmLimits(policy);
   return {
     path: "rlimit",
     fileSizeBytes: policy.fileSizeBytes,
     openFiles: policy.openFiles,
     coreDumps: false,
-    reason: `apple/container: the VM bounds memory (${
-      policy.memoryBytes
-        ? `${Math.ceil(policy.memoryBytes / (1 << 20))} MiB`
-        : `${DEFAULT_MEMORY_MIB} MiB default`
-    }) and CPUs (${Math.max(1, Math.ceil(policy.cpus ?? 1))}) for all of the user's commands`,
+    reason: `apple/container: the VM bounds memory (${memoryMib} MiB${
+      policy.memoryBytes ? "" : " default"
+    }) and CPUs (${cpus}) for all of the user's commands`,
   };
 }
 
@@ -165,9 +194,9 @@ function firstLine(text: string): string {
 }
 
 /**
- * Starts the VM unless one runs that mounts exactly `protectedPaths` read-only (its label says
- * so; one without the label is replaced too); throws SandboxUnavailableError naming why it did
- * not start.
+ * Starts the VM unless one runs that mounts exactly `protectedPaths` read-only and has the
+ * policy's memory and CPUs (its labels say so; one without them is replaced too); throws
+ * SandboxUnavailableError naming why it did not start.
  */
 async function ensureVm(
   cli: string,
@@ -178,15 +207,16 @@ async function ensureVm(
 ) {
   const inspect = await runCli(cli, ["inspect", name], { env: toolEnv(), timeoutMs: 15_000 });
   let state: string | undefined;
-  let label: unknown;
+  let labels: Record<string, unknown> = {};
   try {
     const snapshot = inspect.exitCode === 0 ? JSON.parse(inspect.stdout)?.[0] : undefined;
     state = snapshot?.status;
-    label = snapshot?.configuration?.labels?.[PROTECTED_LABEL];
+    labels = snapshot?.configuration?.labels ?? {};
   } catch {
     state = undefined;
   }
-  if (state === "running" && label === protectedPathsLabel(protectedPaths)) return;
+  const wanted = Object.entries(vmLabels(policy, protectedPaths));
+  if (state === "running" && wanted.every(([key, value]) => labels[key] === value)) return;
   if (state !== undefined) {
     await runCli(cli, ["delete", "--force", name], { env: toolEnv(), timeoutMs: 30_000 });
   }
@@ -222,6 +252,7 @@ export async function execWithContainer(
   argv: readonly string[],
   options: ExecOptions & { timeoutMs: number },
 ): Promise<ExecResult> {
+  refuseEnvironment(policy, "apple/container");
   if (policy.network !== "none") {
     throw new SandboxUnavailableError(
       `network "${policy.network}" is not available with the apple/container backend yet ` +

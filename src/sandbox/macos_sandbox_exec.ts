@@ -10,7 +10,12 @@ import { runCli } from "./cli_process.ts";
 import { buildEnvironment } from "./environment.ts";
 import { SandboxLimitError, SandboxPolicyError, SandboxUnavailableError } from "./errors.ts";
 import type { ExecOptions, ExecResult } from "./exec.ts";
-import { envObject, execResultOf, refuseWorkspaceQuotas } from "./foreign_result.ts";
+import {
+  envObject,
+  execResultOf,
+  refuseEnvironment,
+  refuseWorkspaceQuotas,
+} from "./foreign_result.ts";
 import type { AppliedLimits } from "./limits.ts";
 import { sandboxExecProfile } from "./macos_profile.ts";
 import type { SandboxPolicy } from "./policy.ts";
@@ -85,6 +90,7 @@ export async function execWithSandboxExec(
   argv: readonly string[],
   options: ExecOptions & { timeoutMs: number },
 ): Promise<ExecResult> {
+  refuseEnvironment(policy, "sandbox-exec");
   const network = networkOf(policy);
   const limits = sandboxExecLimits(policy);
   let workspace: string;

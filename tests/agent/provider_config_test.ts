@@ -65,6 +65,34 @@ Deno.test("coop check: agent.model must name a configured provider", () => {
   );
 });
 
+Deno.test("coop check: a provider that lists models allows agent.model only those", () => {
+  const local = '[[providers]]\nname = "local"\nkind = "ollama"\nmodels = ["qwen3:8b", "llama3"]\n';
+  assertEquals(problems(`[agent]\nmodel = "local/qwen3:8b"\n${local}`), []);
+  assertEquals(problems(`[agent]\nmodel = "local/mistral"\n${local}`), [
+    'error agent.model: "mistral" is not one of the models provider "local" allows ' +
+    '(providers[0].models: "qwen3:8b", "llama3")',
+  ]);
+  // The ids are what follows the provider's name, so OpenRouter's keep their own slash.
+  const router = '[[providers]]\nname = "or"\nkind = "openai_compatible"\n' +
+    'base_url = "https://openrouter.ai/api/v1"\nmodels = ["anthropic/claude-sonnet-4"]\n';
+  assertEquals(problems(`[agent]\nmodel = "or/anthropic/claude-sonnet-4"\n${router}`), []);
+  // Without models, any id goes to the provider, which answers for itself.
+  const open = '[[providers]]\nname = "local"\nkind = "ollama"\n';
+  assertEquals(problems(`[agent]\nmodel = "local/anything"\n${open}`), []);
+  assertMatch(
+    assertThrows(() => parse(`${open}models = []\n`), ConfigError).message,
+    /providers\[0\]\.models: must list at least one model id \(leave models out to allow any\)/,
+  );
+});
+
+Deno.test("selectModel refuses a model its provider's models do not list", () => {
+  const entries = [{ name: "local", kind: "ollama" as const, models: ["qwen3:8b"] }];
+  assertEquals(selectModel("local/qwen3:8b", entries).model, "qwen3:8b");
+  const error = assertThrows(() => selectModel("local/llama3", entries), ProviderError);
+  assertEquals(error.code, "provider.not_configured");
+  assertMatch(error.message, /asks for "llama3", which is not one of its models \("qwen3:8b"\)/);
+});
+
 Deno.test("selectModel splits at the first slash, so OpenRouter model ids keep theirs", () => {
   const entries = [{
     name: "openrouter",

@@ -22,6 +22,10 @@ match = ["terminal:default"]
 const HTTP_TOKEN = '[[users]]\nname = "bob"\ntrust = "inner"\nmatch = ["http:bob"]\n' +
   '[[channels.http.tokens]]\nid = "bob"\ntoken_env = "BOB_TOKEN"\n';
 
+/** Bob, sandboxed, and a nightly cron job of his; each timeout row appends its tables. */
+const BOB = '[[users]]\nname = "bob"\ntrust = "inner"\n';
+const NIGHTLY = '[[cron]]\nname = "nightly"\nschedule = "@daily"\nuser = "bob"\nmessage = "go"\n';
+
 /** Twenty configs with one mistake each, and the key path the single error must name. */
 const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
   ["unknown top-level key", BASE + "colour = 1\n", /colour: unknown key/],
@@ -115,6 +119,38 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
     /users\[0\]\.sandbox\.timeout: must be from 1ms to 2147483647ms .*got 2147484/,
   ],
   [
+    "[sandbox] timeout above its max_timeout",
+    BASE + '[sandbox]\ntimeout = "20m"\nmax_timeout = "10m"\n',
+    /sandbox\.timeout: \[sandbox\] timeout \(20m\) is above max_timeout \(10m\); a bash call/,
+  ],
+  [
+    "a user's max_timeout below [sandbox] timeout",
+    BASE + '[sandbox]\ntimeout = "5m"\n' + BOB + '[users.sandbox]\nmax_timeout = "1m"\n',
+    /users\[1\]\.sandbox\.max_timeout: \[\[users\]\] name = "bob" → \[users\.sandbox\] max_timeout \(1m\) is below timeout \(5m, from \[sandbox\]\)/,
+  ],
+  [
+    "a cron job's timeout above [sandbox] max_timeout",
+    BASE + '[sandbox]\nmax_timeout = "10m"\n' + BOB + NIGHTLY + '[cron.sandbox]\ntimeout = "20m"\n',
+    /cron\[0\]\.sandbox\.timeout: \[\[cron\]\] name = "nightly" → \[cron\.sandbox\] timeout \(20m\) is above max_timeout \(10m, from \[sandbox\]\)/,
+  ],
+  [
+    "a cron job's max_timeout below its user's timeout",
+    BASE + BOB + '[users.sandbox]\ntimeout = "5m"\n' + NIGHTLY +
+    '[cron.sandbox]\nmax_timeout = "1m"\n',
+    /cron\[0\]\.sandbox\.max_timeout: \[\[cron\]\] name = "nightly" → \[cron\.sandbox\] max_timeout \(1m\) is below timeout \(5m, from \[\[users\]\] name = "bob" → \[users\.sandbox\]\)/,
+  ],
+  [
+    "a cron job's max_timeout below Coop's default timeout",
+    BASE + BOB + NIGHTLY + '[cron.sandbox]\nmax_timeout = "1m"\n',
+    /cron\[0\]\.sandbox\.max_timeout: .* max_timeout \(1m\) is below timeout \(2m, Coop's default\)/,
+  ],
+  [
+    "an owner's cron job whose timeout is above max_timeout (on the host the timeouts apply)",
+    BASE + '[[cron]]\nname = "n"\nschedule = "@daily"\nuser = "alice"\nmessage = "hi"\n' +
+    '[cron.sandbox]\ntimeout = "11m"\n',
+    /cron\[0\]\.sandbox\.timeout: \[\[cron\]\] name = "n" → \[cron\.sandbox\] timeout \(11m\) is above max_timeout \(10m, Coop's default\)/,
+  ],
+  [
     "memory too small to start a shell",
     BASE + '[sandbox]\nmemory = "4M"\n',
     /sandbox\.memory: must be from 16M to 1024T \(less cannot start a shell\), got "4M"/,
@@ -129,6 +165,14 @@ const MALFORMED: ReadonlyArray<[string, string, RegExp]> = [
     BASE +
     '[[cron]]\nname = "n"\nschedule = "@daily"\nuser = "alice"\nmessage = "hi"\n[cron.sandbox]\ntmp_size = "64k"\n',
     /cron\[0\]\.sandbox\.tmp_size: must be from 1M to 64G/,
+  ],
+  [
+    "agent.model not among its provider's models",
+    BASE.replace(
+      'api_key_env = "ANTHROPIC_API_KEY"',
+      'api_key_env = "ANTHROPIC_API_KEY"\nmodels = ["claude-other"]',
+    ),
+    /agent\.model: "claude-test" is not one of the models provider "anthropic" allows \(providers\[0\]\.models: "claude-other"\)/,
   ],
   [
     "bad network mode",

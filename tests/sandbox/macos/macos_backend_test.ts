@@ -351,6 +351,47 @@ Deno.test("apple/container (ATTACKS.md M4, F5): only the workspace is shared, it
   }
 });
 
+Deno.test("apple/container: a VM whose memory or CPUs differ from the policy's is replaced before the command runs", async () => {
+  const fakes = await fakeTools(["container"]);
+  try {
+    await withWorkspace(async (workspace) => {
+      const options = { platform: fakes.platform };
+      const GiB = 1024 ** 3;
+      await exec({ workspace, memoryBytes: GiB, cpus: 2 }, ["true"], options);
+      await exec({ workspace, memoryBytes: GiB, cpus: 2 }, ["true"], options);
+      // A reload, or a cron job's [cron.sandbox], gives the same workspace other limits.
+      const more = await exec(
+        { workspace, memoryBytes: 2 * GiB, cpus: 2 },
+        ["echo", "more"],
+        options,
+      );
+      await exec({ workspace, memoryBytes: 2 * GiB, cpus: 4 }, ["true"], options);
+      assertEquals(more.stdout, "more\n");
+      assertMatch(more.limits.reason, /VM bounds memory \(2048 MiB\) and CPUs \(2\)/);
+      const name = containerName(workspace);
+      const calls = await fakes.calls("container");
+      const runs = calls.filter((args) => args[0] === "run");
+      const flag = (args: string[], name: string) => args[args.indexOf(name) + 1];
+      assertEquals(runs.map((run) => [flag(run, "--memory"), flag(run, "--cpus")]), [
+        ["1024M", "2"],
+        ["2048M", "2"],
+        ["2048M", "4"],
+      ]);
+      for (const run of runs.slice(1)) {
+        assertEquals(calls[calls.indexOf(run) - 1], ["delete", "--force", name], "old VM first");
+      }
+      assertEquals(
+        calls.filter((args) => args[0] === "delete").length,
+        2,
+        "the same limits reuse the VM",
+      );
+      assertEquals(calls.at(-1)?.[0], "exec", "then the command runs");
+    });
+  } finally {
+    await fakes.remove();
+  }
+});
+
 Deno.test("apple/container: a protected path --mount cannot express is refused, and nothing runs", async () => {
   const fakes = await fakeTools(["container"]);
   try {
@@ -447,13 +488,18 @@ Deno.test("missing CLIs: a stopped container service falls back to sandbox-exec 
   }
 });
 
-Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both backends before anything runs", async () => {
-  const MiB = 1 << 20;
-  const quotas: [Record<string, number>, string][] = [
-    [{ diskQuotaBytes: 100 * MiB }, "diskQuotaBytes: "],
-    [{ inodeQuota: 1000 }, "inodeQuota: "],
-    [{ diskQuotaBytes: 100 * MiB, inodeQuota: 1000 }, "diskQuotaBytes, inodeQuota: "],
-  ];
+/**
+ * Asserts that both macOS backends refuse each policy of `cases` (fields over a workspace) with
+ * `type`, its message starting with the named fields and matching `reason(backend)`, before any
+ * tool ran the command; and that the same workspace with `plain` runs (the refusal is the
+ * fields', nothing else).
+ */
+async function assertRefusedOnBothBackends(
+  cases: ReadonlyArray<[Record<string, unknown>, string]>,
+  type: typeof SandboxLimitError | typeof SandboxUnavailableError,
+  reason: (backend: string) => RegExp,
+  plain: Record<string, unknown> = {},
+): Promise<void> {
   for (
     const [backend, tools] of [
       ["sandbox-exec", ["sandbox-exec"]],
@@ -463,17 +509,14 @@ Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both b
     const fakes = await fakeTools([...tools]);
     try {
       await withWorkspace(async (workspace) => {
-        for (const [quota, named] of quotas) {
-          const policy = { workspace, ...quota };
+        for (const [fields, named] of cases) {
+          const policy = { workspace, ...fields };
           const error = await assertRejects(
-            () => exec(policy, ["touch", "/work/ran"], { platform: fakes.platform }),
-            SandboxLimitError,
+            () => exec(policy, ["touch", `${workspace}/ran`], { platform: fakes.platform }),
+            type,
           );
           assert(error.message.startsWith(named), error.message);
-          assertMatch(
-            error.message,
-            new RegExp(`the ${backend} backend cannot enforce workspace quotas`),
-          );
+          assertMatch(error.message, reason(backend));
           assertEquals(await Deno.stat(`${workspace}/ran`).then(() => true, () => false), false);
         }
         // Refused before the command reached the tool: no sandbox-exec run, no VM, no exec.
@@ -483,12 +526,45 @@ Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both b
           assertEquals(verbs.filter((verb) => verb === "run" || verb === "exec"), []);
           assert(verbs.includes("system"), "the container backend was the one chosen");
         }
-        // The same workspace without a quota runs: the refusal is the quota's, nothing else.
-        const r = await exec({ workspace }, ["sh", "-c", "echo ok"], { platform: fakes.platform });
+        const r = await exec({ workspace, ...plain }, ["sh", "-c", "echo ok"], {
+          platform: fakes.platform,
+        });
         assertEquals(r.stdout, "ok\n");
       });
     } finally {
       await fakes.remove();
     }
   }
+}
+
+Deno.test("workspace quotas on macOS: a disk or inode quota is refused by both backends before anything runs", async () => {
+  const MiB = 1 << 20;
+  await assertRefusedOnBothBackends(
+    [
+      [{ diskQuotaBytes: 100 * MiB }, "diskQuotaBytes: "],
+      [{ inodeQuota: 1000 }, "inodeQuota: "],
+      [{ diskQuotaBytes: 100 * MiB, inodeQuota: 1000 }, "diskQuotaBytes, inodeQuota: "],
+    ],
+    SandboxLimitError,
+    (backend) => new RegExp(`the ${backend} backend cannot enforce workspace quotas`),
+  );
+});
+
+Deno.test("environments on macOS: a policy with rootfs or persist is refused by both backends, naming the field, before anything runs", async () => {
+  const rootfs = { lower: "host", upper: "/var/coop/upper/bob", work: "/var/coop/work/bob" };
+  const persist = [{ source: "/var/coop/cache/bob", target: "/root/.cache" }];
+  await assertRefusedOnBothBackends(
+    [
+      [{ rootfs }, "rootfs: "],
+      [{ persist }, "persist: "],
+      [{ rootfs, persist }, "rootfs, persist: "],
+    ],
+    SandboxUnavailableError,
+    (backend) =>
+      new RegExp(
+        `the ${backend} backend cannot give a command an environment \\(environments need Linux`,
+      ),
+    // An empty persist list is the policy's default: no environment, the command runs.
+    { persist: [] },
+  );
 });
