@@ -10,8 +10,8 @@
  */
 import { formatByteSize } from "./byte_size.ts";
 import { SandboxQuotaError } from "./errors.ts";
-import { ensureLoopQuota } from "./loop_quota.ts";
 import type { SandboxPolicy } from "./policy.ts";
+import { prepareQuotaWorkspace, quotaScanEntries } from "./quota_room.ts";
 import { measureWorkspaceBounded, warmWorkspaceUsage } from "./tree_usage.ts";
 import type { WorkspaceUsage } from "./workspace_usage.ts";
 
@@ -94,19 +94,11 @@ export class DiskQuotaWatch {
    * it is over quota, or too large to measure (fail closed).
    */
   static async before(policy: SandboxPolicy): Promise<DiskQuotaWatch | null> {
-    if (policy.diskQuotaBytes === undefined && policy.inodeQuota === undefined) return null;
-    let reason = "hard quotas need a disk_quota (the size of the workspace's own file system)";
-    if (policy.diskQuotaBytes !== undefined) {
-      const hard = await ensureLoopQuota(
-        policy.workspace,
-        policy.diskQuotaBytes,
-        policy.inodeQuota,
-      );
-      if ("image" in hard) return new DiskQuotaWatch(policy, null, 0, null);
-      reason = hard.reason;
-    }
-    // One past the inode quota is enough to know it is exceeded.
-    const maxEntries = policy.inodeQuota !== undefined ? policy.inodeQuota + 1 : policy.scanLimit;
+    const prepared = await prepareQuotaWorkspace(policy.workspace, policy);
+    if (prepared === null) return null;
+    if (prepared.enforcement === "loop-image") return new DiskQuotaWatch(policy, null, 0, null);
+    const { reason } = prepared;
+    const maxEntries = quotaScanEntries(policy);
     // The watchdog's measurements of a workspace past the on-loop bound need a worker at once.
     await warmWorkspaceUsage();
     const usage = await measureWorkspaceBounded(policy.workspace, maxEntries);

@@ -18,6 +18,8 @@ export type { SelfTestCheck, SelfTestResult } from "./self_test.ts";
 export type { ProbeCheck, ProbeReport } from "./probe.ts";
 export type { ExecOptions, ExecResult } from "./exec.ts";
 export type { DiskQuotaReport } from "./disk_quota.ts";
+export { measureQuotaRoom, prepareQuotaWorkspace } from "./quota_room.ts";
+export type { QuotaEnforcement, QuotaRoom, QuotaStanding, WorkspaceQuotas } from "./quota_room.ts";
 export type { SandboxTerminal, TerminalSize } from "./terminal.ts";
 export { spawnSandboxed } from "./spawn.ts";
 export { SessionEndedError, SessionOutdatedError, startSession } from "./session.ts";

@@ -6,6 +6,7 @@
  */
 import { errorMessage } from "../errors/coop_error.ts";
 import { BeneathError, readFileBeneath, writeFileBeneath } from "../sandbox/mod.ts";
+import { assertWriteFits, prepareScopeQuota } from "./file_quota.ts";
 import { type PathScope, ToolError } from "./tool_contract.ts";
 import { resolveScopedPath, scopedComponents } from "./workspace_path.ts";
 
@@ -30,6 +31,14 @@ function toolError(path: string, scope: PathScope, error: unknown): ToolError {
         `path "${path}" leads outside your workspace (${scope.visibleRoot})`,
         { cause: error },
       );
+    case "ENOSPC":
+    case "EDQUOT":
+      // Past the quota check, only a file system that filled meanwhile answers this.
+      return new ToolError(
+        "tool.no_space",
+        `no space left to write "${path}": ${scope.visibleRoot} is full (its disk or inode quota)`,
+        { cause: error },
+      );
     case "EINVAL":
       return new ToolError("tool.not_regular_file", `"${path}" is not a regular file`, {
         cause: error,
@@ -40,6 +49,8 @@ function toolError(path: string, scope: PathScope, error: unknown): ToolError {
 }
 
 async function relativePath(path: string, scope: PathScope): Promise<string> {
+  // First: with a quota image, a path resolved before it is mounted would lead beside it.
+  await prepareScopeQuota(scope);
   await resolveScopedPath(path, scope);
   const rel = scopedComponents(path, scope).join("/");
   if (rel === "") throw new ToolError("tool.is_directory", `"${path}" is a directory`);
@@ -73,7 +84,8 @@ export async function readScopedFile(
 /**
  * Creates or replaces a file in the scope, making missing directories. In a non-owner's scope
  * (`scope.protectedNames`) a path through a protected directory is refused, and so is one
- * through a symlink — which could otherwise lead there (ATTACKS F23).
+ * through a symlink — which could otherwise lead there (ATTACKS F23); a write past the
+ * workspace's quotas (`scope.quota`) is refused before anything is written.
  */
 export async function writeScopedFile(
   path: string,
@@ -91,6 +103,7 @@ export async function writeScopedFile(
     );
   }
   const bytes = new TextEncoder().encode(text);
+  await assertWriteFits(scope, { path, rel, size: bytes.length });
   try {
     await writeFileBeneath(scope.hostRoot, rel, bytes, { noSymlinks: guarded });
   } catch (error) {

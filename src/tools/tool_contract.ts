@@ -3,7 +3,7 @@
  * @module
  */
 import { z } from "zod";
-import type { ExecResult } from "../sandbox/mod.ts";
+import type { ExecResult, WorkspaceQuotas } from "../sandbox/mod.ts";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import type { MemoryHit } from "../state/memory_store.ts";
 import type { MemoryStoreName } from "../trust/trust_level.ts";
@@ -75,6 +75,12 @@ export interface PathScope {
    * depth, and follow no symlink when writing. Absent for the owner.
    */
   protectedNames?: readonly string[];
+  /**
+   * For a non-owner with a `disk_quota` or `inode_quota`: the quotas their sandboxed commands
+   * run under. File tools then see the workspace as those commands do (its quota image mounted)
+   * and refuse a write that would take it past either (file_quota.ts). Absent: no quota.
+   */
+  quota?: WorkspaceQuotas;
 }
 
 /** Everything a tool needs for one call, built by the executor after authorization. */

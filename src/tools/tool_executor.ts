@@ -230,6 +230,15 @@ export class ToolExecutor {
     // What the sandbox mounts read-only, the file tools (which run here, on the host) must not
     // write either.
     if (!onHost) scope.protectedNames = settings.protectedNames;
+    // And what the sandbox's quotas bound, they must not push past: the same person's quotas
+    // (the owner's tools run on the host, unbounded, as their commands do).
+    if (!onHost && (settings.diskQuotaBytes !== undefined || settings.inodeQuota !== undefined)) {
+      scope.quota = {
+        diskQuotaBytes: settings.diskQuotaBytes,
+        inodeQuota: settings.inodeQuota,
+        scanLimit: settings.scanLimit,
+      };
+    }
     try {
       // Only the gateway's user may enter what it creates; an existing directory keeps its
       // mode (coop check and coop start warn when it lets other local users in). Synchronous:

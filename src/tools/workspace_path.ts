@@ -36,14 +36,28 @@ export function scopedComponents(requested: string, scope: PathScope): string[] 
   return below.split("/").filter((p) => p !== "" && p !== ".");
 }
 
-async function exists(path: string): Promise<boolean> {
+async function lstatOrNull(path: string): Promise<Deno.FileInfo | null> {
   try {
-    await Deno.lstat(path);
-    return true;
+    return await Deno.lstat(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
+    if (error instanceof Deno.errors.NotFound) return null;
     throw error;
   }
+}
+
+/**
+ * How many leading `parts` exist below `root`, and the deepest existing one's `lstat` (`root`'s
+ * own when none does).
+ */
+export async function existingPrefix(
+  root: string,
+  parts: readonly string[],
+): Promise<{ depth: number; info: Deno.FileInfo }> {
+  for (let depth = parts.length; depth > 0; depth -= 1) {
+    const info = await lstatOrNull(join(root, ...parts.slice(0, depth)));
+    if (info) return { depth, info };
+  }
+  return { depth: 0, info: await Deno.lstat(root) };
 }
 
 /**
@@ -59,10 +73,7 @@ async function exists(path: string): Promise<boolean> {
 export async function resolveScopedPath(requested: string, scope: PathScope): Promise<string> {
   const parts = scopedComponents(requested, scope);
   const realRoot = await Deno.realPath(scope.hostRoot);
-  let existing = parts.length;
-  while (existing > 0 && !(await exists(join(realRoot, ...parts.slice(0, existing))))) {
-    existing -= 1;
-  }
+  const existing = (await existingPrefix(realRoot, parts)).depth;
   let realPrefix: string;
   try {
     realPrefix = await Deno.realPath(join(realRoot, ...parts.slice(0, existing)));

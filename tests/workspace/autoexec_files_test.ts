@@ -6,9 +6,10 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import { autoexecFilesIn } from "../../src/workspace/autoexec_files.ts";
-import { type CoopConfig, parseConfig } from "../../src/config/config.ts";
-import { type ToolCall, ToolExecutor } from "../../src/tools/tool_executor.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { ToolExecutor } from "../../src/tools/tool_executor.ts";
 import { commandResult } from "../fixtures/command_result.ts";
+import { userToolCall } from "../fixtures/user_tool_call.ts";
 import { usersToml } from "../fixtures/users_toml.ts";
 
 async function withDir(fn: (dir: string) => Promise<void> | void): Promise<void> {
@@ -81,17 +82,6 @@ const CONFIG = usersToml([["alice", "owner"], [
   "[users.sandbox]\nworkspace_scan_limit = 1000\n",
 ]]);
 
-function call(config: CoopConfig, name: string, tool: string, args: unknown): ToolCall {
-  const user = config.users.find((u) => u.name === name)!;
-  return {
-    principal: { name, trust: user.trust },
-    situation: { channel: "http", ceiling: null, contributors: [] },
-    user,
-    tool,
-    args,
-  };
-}
-
 Deno.test("the executor neutralises what a non-owner's call left for git, tells, and reports the rest", () =>
   withDir(async (dir) => {
     const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
@@ -108,7 +98,9 @@ Deno.test("the executor neutralises what a non-owner's call left for git, tells,
       },
       sandboxGate: () => Promise.resolve(null),
     });
-    const ran = await executor.call(call(config, "bob", "bash", { command: "make-a-repo" }));
+    const ran = await executor.call(
+      userToolCall(config, "bob", { tool: "bash", args: { command: "make-a-repo" } }),
+    );
     deepStrictEqual(ran.gitNeutralised?.map((n) => [n.path.slice(bobDir.length + 1), n.keys]), [
       ["repo/.git/config", ["core.fsmonitor"]],
       ["repo/.git/hooks/post-merge", ["post-merge"]],
@@ -118,15 +110,21 @@ Deno.test("the executor neutralises what a non-owner's call left for git, tells,
     ok(ran.content.includes("[coop] Disabled git settings this command left"), ran.content);
     ok(ran.content.includes("/work/repo/.git/config (core.fsmonitor:"), ran.content);
     const wrote = await executor.call(
-      call(config, "bob", "write_file", { path: ".vscode/tasks.json", content: "{}" }),
+      userToolCall(config, "bob", {
+        tool: "write_file",
+        args: { path: ".vscode/tasks.json", content: "{}" },
+      }),
     );
     deepStrictEqual(wrote.autoexec?.map((f) => f.what), ["VS Code tasks"]);
     const read = await executor.call(
-      call(config, "bob", "read_file", { path: ".vscode/tasks.json" }),
+      userToolCall(config, "bob", { tool: "read_file", args: { path: ".vscode/tasks.json" } }),
     );
     strictEqual(read.autoexec, undefined, "reading writes nothing");
     const owner = await executor.call(
-      call(config, "alice", "write_file", { path: ".envrc", content: "mine" }),
+      userToolCall(config, "alice", {
+        tool: "write_file",
+        args: { path: ".envrc", content: "mine" },
+      }),
     );
     strictEqual(owner.autoexec, undefined, "the owner's own files are not reported");
   }));
@@ -150,14 +148,18 @@ Deno.test("a trap planted while a scan could not see everything is found once it
       },
       sandboxGate: () => Promise.resolve(null),
     });
-    const first = await executor.call(call(config, "bob", "bash", { command: "fill" }));
+    const first = await executor.call(
+      userToolCall(config, "bob", { tool: "bash", args: { command: "fill" } }),
+    );
     ok(first.workspaceUnverified?.[0].includes("more than 1000 entries"), first.content);
     ok(first.content.includes("could not be fully checked"), first.content);
     strictEqual(first.gitNeutralised, undefined, "the trap was behind the limit");
     // The next call, a second later, does not touch the trap: its own window would miss it.
     await new Promise((r) => setTimeout(r, 1_100));
     deepStrictEqual(await autoexecFilesIn(bobDir, { changedSince: Date.now() }), []);
-    const second = await executor.call(call(config, "bob", "bash", { command: "tidy" }));
+    const second = await executor.call(
+      userToolCall(config, "bob", { tool: "bash", args: { command: "tidy" } }),
+    );
     strictEqual(second.workspaceUnverified, undefined, "complete again");
     deepStrictEqual(second.gitNeutralised?.map((n) => n.path.slice(bobDir.length + 1)), [
       "filler/zz/.git/config",
