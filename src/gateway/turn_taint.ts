@@ -7,7 +7,12 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { MemoryHit } from "../state/memory_store.ts";
-import type { TrustLevel } from "../trust/trust_level.ts";
+import {
+  leastTrusted,
+  leastTrustedReaderOf,
+  mostTrusted,
+  type TrustLevel,
+} from "../trust/trust_level.ts";
 import { effectiveTrust, type Principal, type Situation } from "../trust/authorization.ts";
 
 const log = getLogger(["coop", "authz"]);
@@ -38,12 +43,17 @@ export class TurnTaint {
   readonly #ceiling: TrustLevel | null;
   readonly #contributors: Set<TrustLevel>;
   readonly #loweredBy: MemoryProvenance[] = [];
+  /** The most trusted level of anything in the turn's context (`Situation.holds`). */
+  #holds: TrustLevel;
 
   constructor(principal: Principal, situation: TurnSituation) {
     this.principal = principal;
     this.#channel = situation.channel;
     this.#ceiling = situation.ceiling;
     this.#contributors = new Set(situation.contributors);
+    // What the principal says in this chat is theirs to see (a group's ceiling: everyone's there).
+    const own = leastTrusted(principal.trust, ...(situation.ceiling ? [situation.ceiling] : []));
+    this.#holds = mostTrusted(situation.holds ?? own, own);
   }
 
   /**
@@ -56,7 +66,14 @@ export class TurnTaint {
     where: Omit<TurnSituation, "contributors">,
     history: readonly { trust: TrustLevel }[],
   ): TurnTaint {
-    return new TurnTaint(principal, { ...where, contributors: history.map((m) => m.trust) });
+    const trusts = history.map((m) => m.trust);
+    // Each stored message may repeat anything readable at the trust it was written at.
+    const holds = trusts.length ? mostTrusted(trusts[0], ...trusts) : undefined;
+    return new TurnTaint(principal, {
+      ...where,
+      contributors: trusts,
+      ...(holds ? { holds } : {}),
+    });
   }
 
   /** The situation to authorize the turn's next action in (a snapshot). */
@@ -65,6 +82,7 @@ export class TurnTaint {
       channel: this.#channel,
       ceiling: this.#ceiling,
       contributors: [...this.#contributors],
+      holds: this.#holds,
     };
   }
 
@@ -85,7 +103,13 @@ export class TurnTaint {
    */
   read(memories: readonly MemoryProvenance[]): MemoryProvenance[] {
     const before = this.trust;
-    for (const memory of memories) this.#contributors.add(memory.trust);
+    for (const memory of memories) {
+      this.#contributors.add(memory.trust);
+      // And what it read is in its context from now on: a tier store's text is readable down
+      // to its least trusted reader; a personal one's holds what its writing turn could read.
+      const level = memory.store === "personal" ? memory.trust : leastTrustedReaderOf(memory.store);
+      this.#holds = mostTrusted(this.#holds, level);
+    }
     const after = this.trust;
     if (after === before) return [];
     const lowering = memories.filter((m) => m.trust === after);

@@ -7,6 +7,7 @@ import { MEMORY_TOOLS, type ToolName } from "./tool_names.ts";
 import {
   atLeast,
   leastTrusted,
+  memoryReadersOf,
   type MemoryStore,
   type MemoryStoreName,
   memoryStoresFor,
@@ -35,6 +36,13 @@ export interface Situation {
    * `TurnTaint`).
    */
   contributors: readonly TrustLevel[];
+  /**
+   * The most trusted level whose content the turn holds: its history was written at those
+   * trusts, and a memory it read was readable no lower than its store allows. What the turn
+   * writes may repeat any of it, so a memory write goes only where every reader is at least that
+   * trusted — even after the turn was lowered (`TurnTaint`). Absent: its effective trust.
+   */
+  holds?: TrustLevel;
   /** Whether `[sandbox] enabled` is true. */
   sandboxEnabled: boolean;
 }
@@ -114,31 +122,41 @@ function decideMemory(
   kind: "memory_read" | "memory_write",
   store: MemoryStore,
   trust: TrustLevel,
+  holds: TrustLevel,
 ): Decision {
   if (!memoryStoresFor(trust).includes(store)) return deny(`memory.${store}.denied`, trust);
   if (kind === "memory_read") return allow(`memory.${store}.allowed`, trust);
   if (trust === "owner") return allow(`memory.${store}.owner_writes`, trust);
   // No write-down: a turn's content never goes where someone less trusted can read it.
-  return memoryWritableStoresFor(trust).includes(store)
+  if (!memoryWritableStoresFor(trust).includes(store)) {
+    return deny(`memory.${store}.write_down`, trust);
+  }
+  // Nor does what it read before it was lowered: a turn that took in private hits and then an
+  // injected social memory is "familiar" now, but its context still holds the private text.
+  return memoryReadersOf(store).every((reader) => atLeast(reader, holds))
     ? allow(`memory.${store}.write_allowed`, trust)
-    : deny(`memory.${store}.write_down`, trust);
+    : deny(`memory.${store}.write_down_held`, trust);
 }
 
 /**
  * The personal store of `person`: its readers are that person and the owner, both at least as
- * trusted as any turn of that person, so a write is never a write-down. Its text reaches only
- * the chat the turn answers: a group hears it too, so a group turn neither reads nor writes it.
+ * trusted as any turn of that person, so a write is never a write-down (checked all the same
+ * against what the turn holds). Its text reaches only the chat the turn answers: a group hears
+ * it too, so a group turn neither reads nor writes it.
  */
 function decidePersonal(
   kind: "memory_read" | "memory_write",
   person: string | undefined,
   principal: Principal,
-  situation: Pick<Situation, "ceiling">,
+  situation: Pick<Situation, "ceiling" | "holds">,
   trust: TrustLevel,
 ): Decision {
   if (trust === "public") return deny("memory.personal.denied", trust);
   if (person === undefined) return deny("memory.personal.no_person", trust);
   if (situation.ceiling !== null) return deny("memory.personal.group_chat", trust);
+  if (kind === "memory_write" && !atLeast(principal.trust, situation.holds ?? trust)) {
+    return deny("memory.personal.write_down_held", trust);
+  }
   if (person === principal.name) return allow(`memory.personal.own_${kind.slice(7)}`, trust);
   // The owner may read everyone's (their own agent, their own machine), never write into it.
   if (kind === "memory_read" && trust === "owner") {
@@ -161,7 +179,7 @@ function decideForget(
   if (entry.author !== principal.name) return deny("memory.forget.not_author", trust);
   const read = entry.store === "personal"
     ? decidePersonal("memory_read", entry.person, principal, situation, trust)
-    : decideMemory("memory_read", entry.store, trust);
+    : decideMemory("memory_read", entry.store, trust, trust);
   if (!read.allowed) return deny(`memory.forget.${read.rule}`, trust);
   return atLeast(trust, entry.trust)
     ? allow("memory.forget.own_entry", trust)
@@ -210,7 +228,7 @@ export function decide(principal: Principal, situation: Situation, action: Actio
     case "memory_write":
       return action.store === "personal"
         ? decidePersonal(action.kind, action.person, principal, situation, trust)
-        : decideMemory(action.kind, action.store, trust);
+        : decideMemory(action.kind, action.store, trust, situation.holds ?? trust);
     case "memory_forget":
       return decideForget(action.entry, principal, situation, trust);
     case "config_change":

@@ -56,6 +56,13 @@ export function leastTrusted(first: TrustLevel, ...rest: readonly TrustLevel[]):
   return result;
 }
 
+/** Returns the most trusted of the given levels. */
+export function mostTrusted(first: TrustLevel, ...rest: readonly TrustLevel[]): TrustLevel {
+  let result = first;
+  for (const level of rest) if (trustRank(level) < trustRank(result)) result = level;
+  return result;
+}
+
 const STORES_BY_TRUST: Readonly<Record<TrustLevel, readonly MemoryStore[]>> = {
   owner: ["private", "shared", "social"],
   full: ["private", "shared", "social"],
@@ -72,6 +79,15 @@ export function memoryStoresFor(level: TrustLevel): readonly MemoryStore[] {
 /** Returns every trust level that may read `store`, most trusted first. */
 export function memoryReadersOf(store: MemoryStore): readonly TrustLevel[] {
   return TRUST_LEVELS.filter((level) => STORES_BY_TRUST[level].includes(store));
+}
+
+/**
+ * Returns the least trusted level that may read `store`: whoever reads a memory of it is at
+ * least that trusted (`private` → `full`, `shared` → `inner`, `social` → `familiar`).
+ */
+export function leastTrustedReaderOf(store: MemoryStore): TrustLevel {
+  const readers = memoryReadersOf(store);
+  return leastTrusted(readers[0], ...readers);
 }
 
 /**

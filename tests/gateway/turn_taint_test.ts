@@ -4,7 +4,13 @@
  */
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import fc from "fast-check";
-import { TRUST_LEVELS, type TrustLevel, trustRank } from "../../src/trust/trust_level.ts";
+import {
+  leastTrustedReaderOf,
+  memoryReadersOf,
+  TRUST_LEVELS,
+  type TrustLevel,
+  trustRank,
+} from "../../src/trust/trust_level.ts";
 import { authorize, decide, type Principal } from "../../src/trust/authorization.ts";
 import { type MemoryProvenance, TurnTaint } from "../../src/gateway/turn_taint.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
@@ -75,13 +81,87 @@ Deno.test("taint: reading the owner's own memory changes nothing", () => {
   assertEquals(taint.explain(), null);
 });
 
-Deno.test("taint: memory writes after a familiar read follow the lowered trust (no write-up)", () => {
+Deno.test("taint: after a familiar read the owner's turn writes no shared store — its context holds the owner's text", () => {
   const taint = TurnTaint.fromHistory(owner, where, []);
   taint.read([memory(7, "carol", "familiar")]);
-  const write = (store: "private" | "social") =>
-    decide(owner, { ...taint.situation, sandboxEnabled: true }, { kind: "memory_write", store })
-      .allowed;
-  assertEquals([write("private"), write("social")], [false, true]);
+  const write = (store: "private" | "shared" | "social") =>
+    decide(owner, { ...taint.situation, sandboxEnabled: true }, { kind: "memory_write", store });
+  // Lowered to familiar (no write-up into private), and holding what the owner said: no social.
+  assertEquals(
+    [write("private").rule, write("shared").rule, write("social").rule],
+    ["memory.private.denied", "memory.shared.denied", "memory.social.write_down_held"],
+  );
+  const personal = decide(owner, { ...taint.situation, sandboxEnabled: true }, {
+    kind: "memory_write",
+    store: "personal",
+    person: "alice",
+  });
+  assertEquals(personal.rule, "memory.personal.own_write", "their own store stays theirs");
+});
+
+Deno.test("taint: a full turn that read private hits, then an inner's entry, may not write shared", () => {
+  const bob: Principal = { name: "bob", trust: "full" };
+  const taint = TurnTaint.fromHistory(bob, where, []);
+  // One search returns both: bob's private hit and dave's shared entry, which lowers the turn.
+  taint.read([
+    { id: 1, store: "private", author: "bob", trust: "full" },
+    { id: 2, store: "shared", author: "dave", trust: "inner" },
+  ]);
+  assertEquals(taint.trust, "inner");
+  const decision = decide(bob, { ...taint.situation, sandboxEnabled: true }, {
+    kind: "memory_write",
+    store: "shared",
+  });
+  assertEquals([decision.allowed, decision.rule], [false, "memory.shared.write_down_held"]);
+});
+
+Deno.test("taint: a lowered turn's earlier messages count too — the next turn of the session holds them", () => {
+  const bob: Principal = { name: "bob", trust: "full" };
+  // The session so far: bob's messages at full (private hits among them), then one lowered.
+  const taint = TurnTaint.fromHistory(bob, where, [{ trust: "full" }, { trust: "inner" }]);
+  assertEquals(taint.trust, "inner");
+  const shared = decide(bob, { ...taint.situation, sandboxEnabled: true }, {
+    kind: "memory_write",
+    store: "shared",
+  });
+  assertEquals(shared.rule, "memory.shared.write_down_held");
+});
+
+Deno.test("property: a permitted memory write goes only where everyone reading it may read all the turn holds", () => {
+  const level = fc.constantFrom(...TRUST_LEVELS);
+  const store = fc.constantFrom("private", "shared", "social") as fc.Arbitrary<
+    "private" | "shared" | "social"
+  >;
+  const read = fc.record({ store, trust: level });
+  fc.assert(
+    fc.property(level, fc.array(level, { maxLength: 3 }), fc.array(read, { maxLength: 4 }), store, (
+      own,
+      history,
+      reads,
+      target,
+    ) => {
+      const principal = { name: "u", trust: own };
+      const taint = TurnTaint.fromHistory(principal, where, history.map((trust) => ({ trust })));
+      const readable = reads.filter((r) =>
+        decide(principal, { ...taint.situation, sandboxEnabled: true }, {
+          kind: "memory_read",
+          store: r.store,
+        }).allowed
+      );
+      taint.read(readable.map((r, i) => ({ id: i, author: "x", ...r })));
+      const write = decide(principal, { ...taint.situation, sandboxEnabled: true }, {
+        kind: "memory_write",
+        store: target,
+      });
+      if (!write.allowed || taint.trust === "owner") return;
+      // Everything in the context: the history, the principal's own words, each store read.
+      const held = [...history, own, ...readable.map((r) => leastTrustedReaderOf(r.store))];
+      for (const reader of memoryReadersOf(target)) {
+        for (const level of held) assert(trustRank(reader) <= trustRank(level), "write-down");
+      }
+    }),
+    { numRuns: 1000 },
+  );
 });
 
 Deno.test("property: reading memories never raises a turn's trust and ends at the least trusted", () => {

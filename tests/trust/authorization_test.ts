@@ -191,8 +191,8 @@ Deno.test("property: lowering any input trust never grants a new action (except 
         }
         const before = decide({ name: "u", trust }, situation, action);
         const after = decide({ name: "u", trust: loweredTrust }, lowered, action);
-        // Memory writes are deliberately not monotone (no write-down): lowering "full" to
-        // "inner" grants writing "shared", whose readers "full" content must not reach.
+        // Without what the turn holds (`holds`), a lowered trust alone would allow writing a
+        // lower store; the property below gives the lowered turn its held content.
         if (after.allowed && action.kind !== "memory_write") {
           ok(before.allowed, `lowering granted ${JSON.stringify(action)}`);
         }
@@ -255,14 +255,38 @@ Deno.test("property: no write-down — a non-owner turn never writes where someo
   );
 });
 
+Deno.test("property: lowering a turn that keeps what it held never grants a memory write", () => {
+  fc.assert(
+    fc.property(
+      trustArb,
+      situationArb,
+      storeArb,
+      trustArb,
+      (trust, situation, store, extra) => {
+        const action = { kind: "memory_write" as const, store };
+        const before = decide({ name: "u", trust }, situation, action);
+        // What the turn held before (its effective trust then) stays in its context.
+        const held = before.effectiveTrust;
+        const lowered = { ...situation, contributors: [...situation.contributors, extra] };
+        const after = decide({ name: "u", trust }, { ...lowered, holds: held }, action);
+        if (after.allowed && after.effectiveTrust !== "owner") {
+          ok(before.allowed, `lowering granted ${JSON.stringify(action)} (${after.rule})`);
+        }
+      },
+    ),
+    { numRuns: 5000 },
+  );
+});
+
 Deno.test("property: a write-down denial names its rule and every non-public turn can write somewhere", () => {
   fc.assert(
     fc.property(trustArb, situationArb, storeArb, (trust, situation, store) => {
       const d = decide({ name: "u", trust }, situation, { kind: "memory_write", store });
       ok(
-        /^memory\.(private|shared|social)\.(owner_writes|write_allowed|write_down|denied)$/.test(
-          d.rule,
-        ),
+        /^memory\.(private|shared|social)\.(owner_writes|write_allowed|write_down|write_down_held|denied)$/
+          .test(
+            d.rule,
+          ),
       );
       const writable = MEMORY_STORES.filter((s) =>
         decide({ name: "u", trust }, situation, { kind: "memory_write", store: s }).allowed
