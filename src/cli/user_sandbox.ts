@@ -6,13 +6,13 @@
  * `coop explain` shows it.
  * @module
  */
+import { visiblePrivatePath } from "../config/private_paths.ts";
 import type { CoopConfig, UserConfig } from "../config/config.ts";
 import { WORKSPACE_DIR_MODE } from "../config/check_workspace_access.ts";
 import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import { routeUser } from "../gateway/router.ts";
 import { personNamed, readPairedUsers, routeWithPaired } from "../gateway/paired_routing.ts";
 import type { SandboxPolicyInput } from "../sandbox/mod.ts";
-import { isInside } from "../sandbox/path_containment.ts";
 import { decide, type Situation } from "../trust/authorization.ts";
 import { scopeFor } from "../tools/path_scope.ts";
 import { sandboxPolicyForUser, selfTestGate } from "../tools/sandbox_placement.ts";
@@ -130,13 +130,12 @@ export async function userSandbox(
   const settings = new ToolExecutor(config, { env: {} }).settingsFor(route.user);
   const workspace = scopeFor(config, principal.name, false).hostRoot;
   // The same refusal as the executor's: Coop's own files never inside what a sandbox sees.
-  for (const privatePath of [config.file, config.agent.stateDir]) {
-    if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
-      throw new UserSandboxError(
-        "run.private_path_visible",
-        `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
-      );
-    }
+  const privatePath = visiblePrivatePath(config, workspace);
+  if (privatePath) {
+    throw new UserSandboxError(
+      "run.private_path_visible",
+      `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
+    );
   }
   try {
     Deno.mkdirSync(workspace, { recursive: true, mode: WORKSPACE_DIR_MODE });

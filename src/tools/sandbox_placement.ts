@@ -7,12 +7,12 @@ import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import type { CoopConfig } from "../config/config.ts";
 import { gatewaySockets } from "../config/gateway_sockets.ts";
 import { configSecrets } from "../config/channel_secrets.ts";
+import { visiblePrivatePath } from "../config/private_paths.ts";
 import { type SandboxSettings, toSandboxPolicy } from "../config/sandbox_settings.ts";
 import type { ExecOptions, SandboxPolicyInput } from "../sandbox/mod.ts";
 import { exec as sandboxExec, selfTest } from "../sandbox/mod.ts";
 import { join } from "node:path";
 import { WORKSPACE_MOUNT } from "../sandbox/environment.ts";
-import { isInside } from "../sandbox/path_containment.ts";
 import {
   type ArgvRunner,
   type CommandOptions,
@@ -165,13 +165,12 @@ export class SandboxPlacement {
   ): Promise<CommandResult> {
     const { workspace, settings, session } = sandbox;
     // Coop's own files must never be inside what a sandbox can see; refuse rather than leak.
-    for (const privatePath of [this.#config.file, this.#config.agent.stateDir]) {
-      if (isInside(privatePath, workspace) || isInside(workspace, privatePath)) {
-        throw new ToolError(
-          "tool.private_path_visible",
-          `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
-        );
-      }
+    const privatePath = visiblePrivatePath(this.#config, workspace);
+    if (privatePath) {
+      throw new ToolError(
+        "tool.private_path_visible",
+        `refusing to run: ${privatePath} would be visible in the sandbox (${workspace})`,
+      );
     }
     let policy: SandboxPolicyInput;
     try {

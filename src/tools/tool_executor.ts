@@ -17,6 +17,7 @@ import {
   type Situation,
 } from "../trust/authorization.ts";
 import { GATEWAY_TOOL_NAMES, isToolName, TOOL_NAMES, type ToolName } from "../trust/tool_names.ts";
+import { visiblePrivatePath } from "../config/private_paths.ts";
 import type { AutoexecFile, GitNeutralised } from "../workspace/scan_context.ts";
 import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
 import { callInGateway } from "./gateway_placement.ts";
@@ -227,6 +228,16 @@ export class ToolExecutor {
       };
     }
     const scope = scopeFor(this.#config, call.principal.name, onHost, call.groupDir);
+    // Coop's own files are out of every non-owner's reach, the file tools' too (they run here).
+    const privatePath = onHost ? null : visiblePrivatePath(this.#config, scope.hostRoot);
+    if (privatePath) {
+      return {
+        isError: true,
+        content: `${call.tool} refused: ${privatePath} (Coop's own) would be within reach in ` +
+          `${scope.visibleRoot}; the owner moves it out of the workspace`,
+        decision,
+      };
+    }
     // What the sandbox mounts read-only, the file tools (which run here, on the host) must not
     // write either.
     if (!onHost) scope.protectedNames = settings.protectedNames;
