@@ -330,10 +330,20 @@ export class CronScheduler {
       log.error("cron.delivery_failed", {
         event: "cron.delivery_failed",
         job: payload.job,
-        // The URL may carry a token in its query; log the origin only.
+        // The URL may carry a token in its query; log the origin only — also where the fetch
+        // error quotes the whole URL ("error sending request for url (…?token=…)").
         callback: new URL(target.url).origin,
-        error: errorMessage(error),
+        error: withoutUrl(errorMessage(error), target.url),
       });
     }
   }
+}
+
+/** `message` with every copy of `url` (as written, and as the URL parser spells it) cut to its origin. */
+function withoutUrl(message: string, url: string): string {
+  const parsed = new URL(url);
+  return [url, parsed.href].reduce(
+    (text, spelling) => text.replaceAll(spelling, `${parsed.origin}/…`),
+    message,
+  );
 }

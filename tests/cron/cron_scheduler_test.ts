@@ -1,5 +1,6 @@
 import { deepStrictEqual, match, ok, strictEqual, throws } from "node:assert/strict";
 import fc from "fast-check";
+import { configure, type LogRecord, reset } from "@logtape/logtape";
 import type { CronJobConfig } from "../../src/config/config.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import {
@@ -386,4 +387,54 @@ Deno.test("duplicate job names and invalid schedules are refused with stable cod
   for (const [schedule, expected] of problems) {
     match(String(cronScheduleProblem(schedule)), expected, schedule);
   }
+});
+
+Deno.test("a dead callback's failure is logged without the token its URL carries", async () => {
+  const token = "cb-secret-token-8c1f42";
+  const url = `http://127.0.0.1:9/hook?token=${token}`;
+  // Deno's fetch before 2.3 (and reqwest under it) quoted the whole URL in its error message;
+  // 2.9 says "fetch failed". Both spellings are played here; neither may reach the log.
+  const realFetch = globalThis.fetch;
+  let calls = 0;
+  globalThis.fetch = () => {
+    calls++;
+    return Promise.reject(
+      calls === 1
+        ? new TypeError(`error sending request for url (${url}): client error (Connect)`)
+        : new TypeError("fetch failed"),
+    );
+  };
+  const records: LogRecord[] = [];
+  await configure({
+    sinks: { memory: (record) => records.push(record) },
+    loggers: [
+      { category: ["coop"], lowestLevel: "info", sinks: ["memory"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: [] },
+    ],
+  });
+  const clock = new ManualClock(T0);
+  const cron = new CronScheduler({
+    jobs: [job({ replyTo: { kind: "http", url } })],
+    clock,
+    timezone: "UTC",
+    runTurn: () => Promise.resolve({ reply: "x" }),
+  });
+  try {
+    cron.start();
+    for (let i = 0; i < 2; i++) {
+      await clock.advance(5 * MINUTE);
+      await cron.whenIdle();
+    }
+    strictEqual(cron.status()[0].deliveryFailures, 2);
+  } finally {
+    await cron.stop();
+    await reset();
+    globalThis.fetch = realFetch;
+  }
+  const failed = records.filter((r) => r.properties.event === "cron.delivery_failed");
+  deepStrictEqual(failed.map((r) => r.properties.error), [
+    "error sending request for url (http://127.0.0.1:9/…): client error (Connect)",
+    "fetch failed",
+  ]);
+  ok(!JSON.stringify(records.map((r) => r.properties)).includes(token), "no token in any log");
 });
