@@ -16,11 +16,19 @@ export interface CredentialShape {
   /** How many characters before the trigger a match may begin. */
   before?: number;
   /**
+   * Characters a match also takes in backwards from where it begins, up to
+   * `BACKWARD_LIMIT`: the encoded lines before a PEM END line whose BEGIN line is not there.
+   */
+  backOver?: RegExp;
+  /**
    * The whole credential; tried sticky (`y`) from the trigger (less `before`). It must fail
    * fast where the credential is not: it runs at every trigger.
    */
   pattern: RegExp;
 }
+
+/** How far `backOver` reaches: the encoded body of an 8,192-bit RSA key, and some. */
+export const BACKWARD_LIMIT = 16_384;
 
 /** Characters of keys made of letters, digits, `_` and `-`. */
 const TOKEN = "[A-Za-z0-9_-]";
@@ -40,6 +48,24 @@ export const CREDENTIAL_SHAPES: readonly CredentialShape[] = [
         "(?:[\\s\\S]{0,16384}?-----END[A-Z ]{0,30}PRIVATE KEY( BLOCK)?-----|[A-Za-z0-9+/=\\r\\n\\\\:,-]*)",
       "y",
     ),
+  },
+  {
+    kind: "private_key",
+    label: "private key",
+    // The end of a key whose BEGIN line is not in the text (a page of a file read from an
+    // offset, output cut to its head and tail): the END line and the encoded lines before it.
+    // The triggers name private keys only, so a certificate bundle's END lines cost nothing.
+    triggers: [
+      "-----END PRIVATE KEY",
+      "-----END RSA PRIVATE KEY",
+      "-----END EC PRIVATE KEY",
+      "-----END DSA PRIVATE KEY",
+      "-----END OPENSSH PRIVATE KEY",
+      "-----END ENCRYPTED PRIVATE KEY",
+      "-----END PGP PRIVATE KEY BLOCK",
+    ],
+    pattern: /-----END[A-Z ]{0,30}PRIVATE KEY( BLOCK)?-----/y,
+    backOver: /[A-Za-z0-9+/=\r\n\\]/,
   },
   {
     kind: "anthropic_key",

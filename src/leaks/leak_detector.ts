@@ -4,7 +4,7 @@
  * over a text, and replaces each by a marker naming its kind, e.g. `[redacted: anthropic key]`.
  * @module
  */
-import { CREDENTIAL_SHAPES, type CredentialShape } from "./credential_shapes.ts";
+import { BACKWARD_LIMIT, CREDENTIAL_SHAPES, type CredentialShape } from "./credential_shapes.ts";
 import { PatternAutomaton } from "./pattern_automaton.ts";
 import { MIN_SECRET_LENGTH, type SecretForm, secretVariants } from "./secret_variants.ts";
 
@@ -123,7 +123,13 @@ function matchShape(
   tried.add(key);
   shape.pattern.lastIndex = from;
   const match = shape.pattern.exec(text);
-  return match ? { start: from, end: from + match[0].length, needle } : undefined;
+  if (!match) return undefined;
+  let start = from;
+  if (shape.backOver) {
+    const limit = Math.max(0, from - BACKWARD_LIMIT);
+    while (start > limit && shape.backOver.test(text[start - 1])) start--;
+  }
+  return { start, end: from + match[0].length, needle };
 }
 
 /** A base64 match grown over up to 4 more encoded characters on each side. */
