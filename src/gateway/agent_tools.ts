@@ -96,8 +96,11 @@ export function executorTool(executor: ToolExecutor, turn: TurnBinding): Execute
       files.push({ ...outcome.file, bytes });
     }
     const lowered = outcome.memoryRead ? taint.read(outcome.memoryRead) : [];
+    const loweredByFile = outcome.readFrom
+      ? taint.readFile(String((args as { path?: unknown }).path), outcome.readFrom)
+      : false;
     const ran = outcome.decision?.allowed === true;
-    const note = taintNote(outcome, lowered.length > 0, taint);
+    const note = taintNote(outcome, lowered.length > 0 || loweredByFile, taint);
     return {
       content: redact(note ? `${outcome.content}\n[${note}]` : outcome.content, name),
       isError: outcome.isError,

@@ -145,6 +145,7 @@ export class Gateway {
       memory: new MemoryDatabase(this.#db),
       sessionSandboxes: this.sessionSandboxes,
       workspaceGuard: this.#workspaceGuard,
+      pairedPeople: () => this.pairing.people(),
       ...this.#deps.executor,
     });
   }

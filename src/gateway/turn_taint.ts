@@ -43,6 +43,8 @@ export class TurnTaint {
   readonly #ceiling: TrustLevel | null;
   readonly #contributors: Set<TrustLevel>;
   readonly #loweredBy: MemoryProvenance[] = [];
+  /** The files that lowered it, with whose directory each was in. */
+  readonly #filesBy: { path: string; name: string; trust: TrustLevel }[] = [];
   /** The most trusted level of anything in the turn's context (`Situation.holds`). */
   #holds: TrustLevel;
 
@@ -125,16 +127,42 @@ export class TurnTaint {
     return lowering;
   }
 
-  /** Why memory lowered this turn, for the model and the user; null when it did not. */
+  /**
+   * Takes in a file the turn read that `writers` may have written (file_provenance.ts): their
+   * trust becomes a contributor, as a memory's does. Returns whether it lowered the turn.
+   */
+  readFile(path: string, writers: { name: string; trust: TrustLevel }): boolean {
+    const before = this.trust;
+    this.#contributors.add(writers.trust);
+    const after = this.trust;
+    if (after === before) return false;
+    this.#filesBy.push({ path, ...writers });
+    log.warn("turn.tainted {principal}: {from} → {to} by reading a file of {writers}", {
+      event: "turn.tainted",
+      principal: this.principal.name,
+      channel: this.#channel,
+      from: before,
+      to: after,
+      file: path,
+      writers: writers.name,
+    });
+    return true;
+  }
+
+  /** Why memory or files lowered this turn, for the model and the user; null when nothing did. */
   explain(): string | null {
-    if (this.#loweredBy.length === 0) return null;
-    const shown = this.#loweredBy.slice(0, 5).map((m) =>
-      `#${m.id} (${m.store}, by ${m.author} at trust "${m.trust}")`
-    );
-    const more = this.#loweredBy.length > shown.length
-      ? ` and ${this.#loweredBy.length - shown.length} more`
-      : "";
-    return `this conversation runs at trust "${this.trust}" because it read memory ` +
-      `${shown.join(", ")}${more}; what a less trusted person wrote cannot act with more trust`;
+    if (this.#loweredBy.length === 0 && this.#filesBy.length === 0) return null;
+    const shown = [
+      ...this.#loweredBy.map((m) =>
+        `memory #${m.id} (${m.store}, by ${m.author} at trust "${m.trust}")`
+      ),
+      ...this.#filesBy.map((f) =>
+        `${f.path} (written in ${f.name}'s directory, trust "${f.trust}")`
+      ),
+    ];
+    const listed = shown.slice(0, 5);
+    const more = shown.length > listed.length ? ` and ${shown.length - listed.length} more` : "";
+    return `this conversation runs at trust "${this.trust}" because it read ` +
+      `${listed.join(", ")}${more}; what a less trusted person wrote cannot act with more trust`;
   }
 }

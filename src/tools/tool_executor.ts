@@ -18,6 +18,8 @@ import {
 } from "../trust/authorization.ts";
 import { GATEWAY_TOOL_NAMES, isToolName, TOOL_NAMES, type ToolName } from "../trust/tool_names.ts";
 import { visiblePrivatePath } from "../config/private_paths.ts";
+import { type FileWriters, fileWriters, type Person } from "./file_provenance.ts";
+import { readPairedPeople } from "../state/paired_people_reader.ts";
 import type { AutoexecFile, GitNeutralised } from "../workspace/scan_context.ts";
 import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
 import { callInGateway } from "./gateway_placement.ts";
@@ -57,6 +59,8 @@ export interface ExecutorDependencies {
    * reloads so that a session workspace's scans keep chaining (workspace_guard.ts).
    */
   workspaceGuard?: WorkspaceGuard;
+  /** The paired people (default: read from the state database when needed). */
+  pairedPeople?: () => readonly Person[];
 }
 
 /** One tool call from the agent loop, with everything needed to authorize it. */
@@ -107,6 +111,11 @@ export interface ToolCallOutcome extends ToolResult {
    */
   memoryRead?: MemoryHit[];
   /**
+   * Whose writing a file the owner's `read_file` returned is (a sandboxed person's directory, the
+   * shared or a group's): they become contributors of the turn (`TurnTaint.readFile`, P14).
+   */
+  readFrom?: FileWriters;
+  /**
    * What git would have obeyed on the host that the call left — program-running config, hooks,
    * pointers outside the workspace — and Coop disabled; each is also logged as
    * `workspace.git_neutralised` (ATTACKS F27), and the tool result says so. Absent when none.
@@ -149,6 +158,7 @@ export class ToolExecutor {
   readonly #sandbox: SandboxPlacement;
   readonly #maxOutputChars: number;
   readonly #memory: MemoryDatabase | undefined;
+  readonly #pairedPeople: () => readonly Person[];
 
   /** `deps` replaces the real host, sandbox, gate and environment (tests use fakes). */
   constructor(config: CoopConfig, deps: ExecutorDependencies = {}) {
@@ -168,6 +178,11 @@ export class ToolExecutor {
     );
     this.#maxOutputChars = deps.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     this.#memory = deps.memory;
+    this.#pairedPeople = deps.pairedPeople ?? (() => {
+      const people = readPairedPeople(config.agent.stateDir);
+      // Unreadable: a paired person's directory is then not told from the owner's own.
+      return "problem" in people ? [] : people;
+    });
   }
 
   /** Returns the sandbox settings for a user and optional cron job: global, user, job. */
@@ -303,6 +318,13 @@ export class ToolExecutor {
     };
     const started = Date.now();
     const result = await runTool(BUILTIN_TOOLS[call.tool], call.args, context);
+    if (onHost && call.tool === "read_file" && !result.isError) {
+      const path = (call.args as { path?: unknown } | null)?.path;
+      const writers = typeof path === "string"
+        ? fileWriters(this.#config, path, () => this.#pairedPeople())
+        : null;
+      return { ...result, decision, ...(writers ? { readFrom: writers } : {}) };
+    }
     if (onHost || !WRITING_TOOLS.includes(call.tool)) return { ...result, decision };
     const found = await this.#guard.afterCall(call.principal.name, scope.hostRoot, started, {
       maxEntries: settings.scanLimit,

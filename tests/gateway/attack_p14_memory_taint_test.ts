@@ -238,3 +238,48 @@ Deno.test("P14 exfiltration: a search that returns the owner's private memory an
     assert(!carolSees.includes("4711"), carolSees);
   });
 });
+
+Deno.test("P14 through a file: the owner's read_file of what dave wrote in his directory sends the owner's bash into the sandbox", async () => {
+  const script = (canary: string) => [
+    call("r1", "read_file", { path: "dave/notes.md" }),
+    call("b1", "bash", { command: `touch ${canary}` }),
+    format.text(["done"]),
+  ];
+  await withScene(script, async ({ gateway, requests, canary, sandboxRuns }) => {
+    const workspace = gateway.config.agent.workspace;
+    await Deno.mkdir(join(workspace, "dave"), { recursive: true });
+    // What dave's sandboxed bash would leave: instructions for whoever's agent reads it.
+    await Deno.writeTextFile(join(workspace, "dave", "notes.md"), plant(canary));
+    const alice = await gateway.handle({ channel: "terminal", sender: "default", text: "notes?" });
+    assertEquals(alice.tools.map((t) => [t.name, t.sandboxed]), [
+      ["read_file", false],
+      ["bash", true],
+    ]);
+    assertEquals(exists(canary), false, "the planted command never ran on the host");
+    assertEquals(sandboxRuns.length, 1, "it ran in dave's trust's sandbox instead");
+    const read = lastMessage(requests[1].body);
+    assertMatch(
+      read,
+      /runs at trust \\"inner\\" because it read dave\/notes.md \(written in dave's directory/,
+    );
+  });
+});
+
+Deno.test("P14 through a file, control: the owner's own file leaves bash on the host", async () => {
+  const script = (_canary: string) => [
+    call("r1", "read_file", { path: "mine.md" }),
+    call("b1", "bash", { command: "true" }),
+    format.text(["done"]),
+  ];
+  await withScene(script, async ({ gateway, sandboxRuns }) => {
+    const workspace = gateway.config.agent.workspace;
+    await Deno.mkdir(workspace, { recursive: true });
+    await Deno.writeTextFile(join(workspace, "mine.md"), "my own notes");
+    const alice = await gateway.handle({ channel: "terminal", sender: "default", text: "notes?" });
+    assertEquals(alice.tools.map((t) => [t.name, t.sandboxed]), [
+      ["read_file", false],
+      ["bash", false],
+    ]);
+    assertEquals(sandboxRuns, []);
+  });
+});
