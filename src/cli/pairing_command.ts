@@ -14,6 +14,8 @@ import { CoopError } from "../errors/coop_error.ts";
 import { approvePairing, denyPairing } from "../gateway/pairing_approval.ts";
 import { formatDuration } from "../sandbox/duration.ts";
 import { type PairedPerson, type PairingRequest, PairingStore } from "../state/pairing_store.ts";
+import { MemoryDatabase } from "../state/memory_store.ts";
+import { leftoverData } from "../gateway/pairing_leftovers.ts";
 import { openStateDb } from "../state/state_db.ts";
 import { callerPath } from "./caller_path.ts";
 import { DEFAULT_CONFIG_FILE } from "./check_command.ts";
@@ -108,14 +110,22 @@ export async function pairingCommand(
       io.out(`denied ${address(request)}; they get no new code until ${iso(request.expiresAt)}\n`);
       return 0;
     }
+    const hasData = leftoverData(config.agent.workspace, new MemoryDatabase(db));
     const person = approvePairing(store, config.users, code, {
       ...(values.name === undefined ? {} : { name: values.name }),
       ...(values.trust === undefined ? {} : { trust: values.trust }),
+      hasData,
     }, now);
     io.out(
       `approved ${address(person)} as ${person.name} (trust ${person.trust}); ` +
         "their next message is answered as them\n",
     );
+    if (values.name !== undefined && hasData(person.name)) {
+      io.err(
+        `coop: note: "${person.name}" still has data from before (its workspace directory or ` +
+          "memories); the newly paired person sees it as theirs\n",
+      );
+    }
     return 0;
   } catch (error) {
     if (error instanceof CoopError && error.code.startsWith("pairing.")) {

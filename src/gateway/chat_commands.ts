@@ -66,6 +66,8 @@ export interface ChatCommandContext {
   /** Configured users and whether the sandbox is on. */
   config: Pick<CoopConfig, "users" | "sandbox">;
   pairing: PairingStore;
+  /** Whether a name still holds someone's data (`leftoverData`); a derived name skips it. */
+  hasData?: (name: string) => boolean;
   /** Leaks replaced since the gateway started (shown to the owner). */
   leaks?: LeakStatus;
   /** Milliseconds since the epoch; default now. */
@@ -97,6 +99,7 @@ export function runChatCommand(
     const person = approvePairing(context.pairing, context.config.users, command.code, {
       ...(command.personName === undefined ? {} : { name: command.personName }),
       ...(command.trust === undefined ? {} : { trust: command.trust }),
+      ...(context.hasData ? { hasData: context.hasData } : {}),
     }, now);
     return `Approved ${person.channel}:${person.sender} as ${person.name} (trust ${person.trust}).`;
   } catch (error) {

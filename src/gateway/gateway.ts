@@ -15,6 +15,7 @@ import { LeakGuard, type LeakStatus } from "./leak_guard.ts";
 import type { CoopConfig, CronJobConfig } from "../config/config.ts";
 import type { CronTurnResult } from "../cron/cron_scheduler.ts";
 import { MemoryDatabase } from "../state/memory_store.ts";
+import { leftoverData } from "./pairing_leftovers.ts";
 import { type Route, routeSender, sessionOwner } from "./router.ts";
 import { ToolExecutor } from "../tools/tool_executor.ts";
 import { SessionSandboxes } from "../tools/session_sandboxes.ts";
@@ -179,7 +180,13 @@ export class Gateway {
     if (plan.kind === "command") {
       const command = plan.command;
       if (command.name === "clear") return await this.#clear(message, route);
-      const known = { config: this.config, pairing: this.pairing, leaks: this.leaks.status() };
+      const hasData = leftoverData(this.config.agent.workspace, new MemoryDatabase(this.#db));
+      const known = {
+        config: this.config,
+        pairing: this.pairing,
+        leaks: this.leaks.status(),
+        hasData,
+      };
       return {
         reply: runChatCommand(command, { route, message, ...known }),
         session: "",

@@ -30,6 +30,11 @@ export interface ApproveOptions {
   name?: string;
   /** Their trust; default `familiar`; `owner` is refused. */
   trust?: string;
+  /**
+   * Whether a name still holds someone's data (`leftoverData`): a derived name skips it, so a
+   * stranger called Dave never inherits the Dave removed before. A `name` given is the owner's.
+   */
+  hasData?: (name: string) => boolean;
 }
 
 function code(typed: string): string {
@@ -66,9 +71,14 @@ function trustOf(typed: string | undefined): TrustLevel {
 
 /**
  * A user name for a newcomer: their display name in lowercase letters, digits and dashes, or
- * `<channel>-<last digits of their id>`, with `-2`, `-3` … when taken.
+ * `<channel>-<last digits of their id>`, with `-2`, `-3` … when taken or still holding the data
+ * of someone before (`hasData`).
  */
-export function derivePersonName(who: PairingIdentity, taken: ReadonlySet<string>): string {
+export function derivePersonName(
+  who: PairingIdentity,
+  taken: ReadonlySet<string>,
+  hasData: (name: string) => boolean = () => false,
+): string {
   const fromName = (who.senderName ?? "").normalize("NFKD").replace(/[\u0300-\u036f]/g, "")
     .toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "")
     .slice(0, 24).replace(/-+$/, "");
@@ -78,7 +88,7 @@ export function derivePersonName(who: PairingIdentity, taken: ReadonlySet<string
   const base = fromName && userNameProblem(fromName) === null ? fromName : fromId;
   for (let n = 1;; n++) {
     const name = n === 1 ? base : `${base}-${n}`;
-    if (!taken.has(name) && userNameProblem(name) === null) return name;
+    if (!taken.has(name) && userNameProblem(name) === null && !hasData(name)) return name;
   }
 }
 
@@ -105,7 +115,7 @@ export function approvePairing(
   if (!request) throw unknownCode(typedCode);
   const taken = takenNames(store, users);
   let name = options.name;
-  if (name === undefined) name = derivePersonName(request, taken);
+  if (name === undefined) name = derivePersonName(request, taken, options.hasData);
   else {
     const problem = userNameProblem(name);
     if (problem) throw new PairingError("pairing.invalid_name", `--name ${problem}`);

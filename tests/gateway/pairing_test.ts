@@ -16,6 +16,8 @@ import { pairingCommand } from "../../src/cli/pairing_command.ts";
 import type { IncomingMessage } from "../../src/gateway/turn_handler.ts";
 import { withPeopleGateway } from "./fixtures/people_gateway.ts";
 import { BudgetExceededError } from "../../src/gateway/budget_gate.ts";
+import { openStateDb } from "../../src/state/state_db.ts";
+import { MemoryDatabase } from "../../src/state/memory_store.ts";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
@@ -265,4 +267,42 @@ Deno.test("pairing: [pairing.budget] is each paired person's own; coop usage sho
     assertEquals(line.used.turns_per_hour, 1);
     assertEquals(line.spent, ["turns_per_hour"]);
   }, { extra: "\n[pairing.budget]\nturns_per_hour = 1\n" });
+});
+
+Deno.test("pairing: a newcomer's derived name never takes over what a removed person left (workspace, memories)", async () => {
+  await withPeopleGateway([format.text(["hi"])], async ({ gateway, dir }) => {
+    // The Dave removed before left his directory and a personal memory behind.
+    const first = await pairingCode(gateway.handle(dm("555", "hi", { senderName: "Dave" })));
+    assertEquals((await cli(dir, "approve", first)).code, 0);
+    const workspace = gateway.config.agent.workspace;
+    await Deno.mkdir(join(workspace, "dave"), { recursive: true });
+    await Deno.writeTextFile(join(workspace, "dave", "diary.md"), "old dave's diary");
+    assertEquals((await cli(dir, "remove", "dave")).code, 0);
+    // A stranger also called Dave gets another name.
+    const second = await pairingCode(gateway.handle(dm("777", "hi", { senderName: "Dave" })));
+    const approved = await cli(dir, "approve", second);
+    assertEquals(approved.code, 0, approved.err);
+    assertMatch(approved.out, /approved telegram:777 as dave-2 /);
+    // Memories alone hold a name too: "erin" wrote one, and left no directory.
+    const db = openStateDb(gateway.config.agent.stateDir);
+    try {
+      new MemoryDatabase(db).write({
+        store: "personal",
+        person: "erin",
+        text: "erin's notes",
+        author: "erin",
+        trust: "familiar",
+        channel: "telegram",
+      });
+    } finally {
+      db.close();
+    }
+    const erin = await pairingCode(gateway.handle(dm("999", "hi", { senderName: "Erin" })));
+    assertMatch((await cli(dir, "approve", erin)).out, /approved telegram:999 as erin-2 /);
+    // The owner may still name someone "dave" on purpose, and is told what they will see.
+    const third = await pairingCode(gateway.handle(dm("888", "hi", { senderName: "Dee" })));
+    const named = await cli(dir, "approve", third, "--name", "dave");
+    assertEquals(named.code, 0, named.err);
+    assertMatch(named.err, /"dave" still has data from before/);
+  });
 });
