@@ -9,6 +9,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { CoopConfig } from "../config/config.ts";
+import { decodeFileText, encodeFileText, fileEncoding } from "../leaks/file_text.ts";
 import { type HeldSecret, LeakDetector } from "../leaks/leak_detector.ts";
 import type { TrustLevel } from "../trust/trust_level.ts";
 import type { TurnEvent } from "./turn_handler.ts";
@@ -85,9 +86,11 @@ export class LeakGuard {
    */
   redactFile(bytes: Uint8Array, scope: LeakScope): Uint8Array {
     if (!this.applies(scope)) return bytes;
-    const text = new TextDecoder().decode(bytes);
+    // Read as a person would (UTF-8, or UTF-16 by its mark or its zero bytes); written back the same.
+    const encoding = fileEncoding(bytes);
+    const text = decodeFileText(bytes, encoding);
     const redacted = this.redact(text, scope);
-    return redacted === text ? bytes : new TextEncoder().encode(redacted);
+    return redacted === text ? bytes : encodeFileText(redacted, encoding);
   }
 
   /** `text` with its leaks replaced when the scope is scanned; each leak is logged and counted. */

@@ -57,6 +57,14 @@ Deno.test("leaks: a file a non-owner's send_file sends carries markers, not the 
     await Deno.mkdir(`${dir}/ws/bob`, { recursive: true, mode: 0o700 });
     await Deno.writeTextFile(`${dir}/ws/bob/keys.txt`, `id=${AWS}\nplain line\n`);
     await Deno.writeTextFile(`${dir}/ws/bob/notes.txt`, "nothing secret\n");
+    // What Windows PowerShell's Out-File writes: UTF-16LE with a byte-order mark, and without.
+    const utf16 = (text: string, bom: boolean) =>
+      new Uint8Array([
+        ...(bom ? [0xff, 0xfe] : []),
+        ...[...text].flatMap((c) => [c.charCodeAt(0), 0]),
+      ]);
+    await Deno.writeFile(`${dir}/ws/bob/keys16.txt`, utf16(`id=${AWS}\r\n`, true));
+    await Deno.writeFile(`${dir}/ws/bob/keys16nobom.txt`, utf16(`id=${AWS}\r\n`, false));
     const config = parseConfig(
       usersToml([["alice", "owner"], ["bob", "inner"]]),
       `${dir}/coop.toml`,
@@ -71,13 +79,19 @@ Deno.test("leaks: a file a non-owner's send_file sends carries markers, not the 
     const files: { name: string; bytes: Uint8Array }[] = [];
     const bob = executorTool(executor, { taint, leaks, files: files as never });
     const signal = new AbortController().signal;
-    for (const path of ["keys.txt", "notes.txt"]) {
+    for (const path of ["keys.txt", "notes.txt", "keys16.txt", "keys16nobom.txt"]) {
       const sent = await bob("send_file", { path }, signal);
       assert(!sent.isError, sent.content);
     }
-    const texts = files.map((f) => new TextDecoder().decode(f.bytes));
+    const texts = files.slice(0, 2).map((f) => new TextDecoder().decode(f.bytes));
     assertEquals(texts, ["id=[redacted: aws access key id]\nplain line\n", "nothing secret\n"]);
-    assertEquals(leaks.status().byPath, { sent_file: 1 });
+    // Sent in their own encoding, the key replaced: before, read as UTF-8, nothing matched.
+    assertEquals(files[2].bytes.subarray(0, 2), new Uint8Array([0xff, 0xfe]), "the mark is kept");
+    const redacted16 = "id=[redacted: aws access key id]\r\n";
+    assertEquals(new TextDecoder("utf-16le").decode(files[2].bytes), redacted16);
+    assertEquals(new TextDecoder("utf-16le").decode(files[3].bytes), redacted16);
+    assertEquals(files[3].bytes[0], "i".charCodeAt(0), "no mark added where there was none");
+    assertEquals(leaks.status().byPath, { sent_file: 3 });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
