@@ -13,7 +13,7 @@ import { CoopError, errorMessage } from "../errors/coop_error.ts";
 import { routeUser } from "../gateway/router.ts";
 import { personNamed, readPairedUsers, routeWithPaired } from "../gateway/paired_routing.ts";
 import type { SandboxPolicyInput } from "../sandbox/mod.ts";
-import { decide, type Situation } from "../trust/authorization.ts";
+import { authorize, type Situation } from "../trust/authorization.ts";
 import { scopeFor } from "../tools/path_scope.ts";
 import { sandboxPolicyForUser, selfTestGate } from "../tools/sandbox_placement.ts";
 import { loadEnvironment } from "../environments/environment_state.ts";
@@ -111,7 +111,8 @@ export async function userSandbox(
     contributors: [],
     sandboxEnabled: config.sandbox.enabled,
   };
-  const bash = decide(principal, situation, { kind: "tool", tool: "bash" });
+  // The gate of coop run and coop shell: logged as authz.decision like every other.
+  const bash = authorize(principal, situation, { kind: "tool", tool: "bash" });
   if (bash.allowed && bash.placement === "host") {
     throw new UserSandboxError(
       "run.owner_on_host",
