@@ -1,6 +1,6 @@
 import { deepStrictEqual, match, ok, strictEqual, throws } from "node:assert/strict";
 import fc from "fast-check";
-import { configure, type LogRecord, reset } from "@logtape/logtape";
+import { withCapturedLogs } from "../fixtures/captured_logs.ts";
 import type { CronJobConfig } from "../../src/config/config.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import {
@@ -404,33 +404,27 @@ Deno.test("a dead callback's failure is logged without the token its URL carries
         : new TypeError("fetch failed"),
     );
   };
-  const records: LogRecord[] = [];
-  await configure({
-    sinks: { memory: (record) => records.push(record) },
-    loggers: [
-      { category: ["coop"], lowestLevel: "info", sinks: ["memory"] },
-      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: [] },
-    ],
-  });
-  const clock = new ManualClock(T0);
-  const cron = new CronScheduler({
-    jobs: [job({ replyTo: { kind: "http", url } })],
-    clock,
-    timezone: "UTC",
-    runTurn: () => Promise.resolve({ reply: "x" }),
-  });
-  try {
-    cron.start();
-    for (let i = 0; i < 2; i++) {
-      await clock.advance(5 * MINUTE);
-      await cron.whenIdle();
+  const records = await withCapturedLogs(async (records) => {
+    const clock = new ManualClock(T0);
+    const cron = new CronScheduler({
+      jobs: [job({ replyTo: { kind: "http", url } })],
+      clock,
+      timezone: "UTC",
+      runTurn: () => Promise.resolve({ reply: "x" }),
+    });
+    try {
+      cron.start();
+      for (let i = 0; i < 2; i++) {
+        await clock.advance(5 * MINUTE);
+        await cron.whenIdle();
+      }
+      strictEqual(cron.status()[0].deliveryFailures, 2);
+    } finally {
+      await cron.stop();
+      globalThis.fetch = realFetch;
     }
-    strictEqual(cron.status()[0].deliveryFailures, 2);
-  } finally {
-    await cron.stop();
-    await reset();
-    globalThis.fetch = realFetch;
-  }
+    return records;
+  });
   const failed = records.filter((r) => r.properties.event === "cron.delivery_failed");
   deepStrictEqual(failed.map((r) => r.properties.error), [
     "error sending request for url (http://127.0.0.1:9/…): client error (Connect)",

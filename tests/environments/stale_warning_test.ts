@@ -4,38 +4,31 @@ import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { configure, type LogRecord, reset } from "@logtape/logtape";
+import { withCapturedLogs } from "../fixtures/captured_logs.ts";
 import { loadEnvironment } from "../../src/environments/environment_state.ts";
 import { warnIfStale, withEnvironment } from "../../src/tools/environment_policy.ts";
 import { writeBuiltManifest } from "./environment_fixture.ts";
 
 Deno.test("environment: a stale base is logged once per base, as environment.stale", async () => {
   const dir = fs.mkdtempSync(join(tmpdir(), "env-stale-"));
-  const records: LogRecord[] = [];
-  await configure({
-    sinks: { memory: (record) => records.push(record) },
-    loggers: [
-      { category: ["coop"], lowestLevel: "info", sinks: ["memory"] },
-      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: [] },
-    ],
-  });
   try {
-    const coopfile = join(dir, "Coopfile");
-    fs.writeFileSync(coopfile, '[base]\nimage = "host"\n');
-    const state = join(dir, "state");
-    writeBuiltManifest(state, coopfile);
-    warnIfStale(loadEnvironment(state, coopfile));
-    strictEqual(records.length, 0, "an up-to-date base says nothing");
-    fs.writeFileSync(coopfile, '[base]\nimage = "host"\n[env]\nA = "1"\n');
-    warnIfStale(loadEnvironment(state, coopfile));
-    warnIfStale(loadEnvironment(state, coopfile));
-    strictEqual(records.length, 1);
-    strictEqual(records[0].level, "warning");
-    strictEqual(records[0].properties.event, "environment.stale");
-    strictEqual(records[0].properties.coopfile, coopfile);
-    ok(records[0].message.join("").includes("coop rebuild"));
+    await withCapturedLogs((records) => {
+      const coopfile = join(dir, "Coopfile");
+      fs.writeFileSync(coopfile, '[base]\nimage = "host"\n');
+      const state = join(dir, "state");
+      writeBuiltManifest(state, coopfile);
+      warnIfStale(loadEnvironment(state, coopfile));
+      strictEqual(records.length, 0, "an up-to-date base says nothing");
+      fs.writeFileSync(coopfile, '[base]\nimage = "host"\n[env]\nA = "1"\n');
+      warnIfStale(loadEnvironment(state, coopfile));
+      warnIfStale(loadEnvironment(state, coopfile));
+      strictEqual(records.length, 1);
+      strictEqual(records[0].level, "warning");
+      strictEqual(records[0].properties.event, "environment.stale");
+      strictEqual(records[0].properties.coopfile, coopfile);
+      ok(records[0].message.join("").includes("coop rebuild"));
+    });
   } finally {
-    await reset();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });

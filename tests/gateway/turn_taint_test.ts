@@ -2,7 +2,7 @@
  * `TurnTaint`: how a turn's contributors grow as it reads memory (ATTACKS P14), what
  * `authorize()` then decides, and what is logged. Unit tests: no database, no provider.
  */
-import { configure, type LogRecord, reset } from "@logtape/logtape";
+import { withCapturedLogs } from "../fixtures/captured_logs.ts";
 import fc from "fast-check";
 import {
   leastTrustedReaderOf,
@@ -27,23 +27,6 @@ function bash(taint: TurnTaint) {
     kind: "tool",
     tool: "bash",
   });
-}
-
-/** Runs `fn` with Coop's log records collected (logtape configured for this test only). */
-async function withLogs(fn: (records: LogRecord[]) => void): Promise<void> {
-  const records: LogRecord[] = [];
-  await configure({
-    sinks: { memory: (record) => records.push(record) },
-    loggers: [
-      { category: ["coop"], lowestLevel: "info", sinks: ["memory"] },
-      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: [] },
-    ],
-  });
-  try {
-    fn(records);
-  } finally {
-    await reset();
-  }
 }
 
 Deno.test("taint: the history's least trusted message sets the turn's starting trust", () => {
@@ -192,7 +175,7 @@ Deno.test("property: reading memories never raises a turn's trust and ends at th
 });
 
 Deno.test("taint: the lowering is logged, and authz.decision shows the new contributor", async () => {
-  await withLogs((records) => {
+  await withCapturedLogs((records) => {
     const taint = TurnTaint.fromHistory(owner, where, []);
     taint.read([memory(7, "carol", "familiar")]);
     authorize(owner, { ...taint.situation, sandboxEnabled: true }, { kind: "tool", tool: "bash" });
