@@ -81,6 +81,8 @@ export class Gateway {
   #budgets: BudgetGate;
   readonly #usage: UsageStore;
   readonly #db: DatabaseSync;
+  /** The memory stores (in the state database), for every executor and the pairing commands. */
+  readonly #memories: MemoryDatabase;
   readonly #wal?: WalFlusher;
   readonly #providerOptions: ProviderOptions;
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
@@ -91,6 +93,7 @@ export class Gateway {
   private constructor(config: CoopConfig, db: DatabaseSync, deps: GatewayDependencies) {
     this.#config = config;
     this.#db = db;
+    this.#memories = new MemoryDatabase(db);
     this.#deps = deps;
     // Group commit: a turn's messages are committed without an fsync and the turn awaits one
     // shared fsync of the WAL, off the event loop, before its reply leaves (docs/sessions.md).
@@ -143,7 +146,7 @@ export class Gateway {
 
   #newExecutor(config: CoopConfig): ToolExecutor {
     return new ToolExecutor(config, {
-      memory: new MemoryDatabase(this.#db),
+      memory: this.#memories,
       sessionSandboxes: this.sessionSandboxes,
       workspaceGuard: this.#workspaceGuard,
       pairedPeople: () => this.pairing.people(),
@@ -180,15 +183,10 @@ export class Gateway {
     if (plan.kind === "command") {
       const command = plan.command;
       if (command.name === "clear") return await this.#clear(message, route);
-      const hasData = leftoverData(this.config.agent.workspace, new MemoryDatabase(this.#db));
-      const known = {
-        config: this.config,
-        pairing: this.pairing,
-        leaks: this.leaks.status(),
-        hasData,
-      };
+      const hasData = leftoverData(this.config.agent.workspace, this.#memories);
+      const known = { config: this.config, pairing: this.pairing, leaks: this.leaks.status() };
       return {
-        reply: runChatCommand(command, { route, message, ...known }),
+        reply: runChatCommand(command, { route, message, hasData, ...known }),
         session: "",
         tools: [],
       };

@@ -10,6 +10,7 @@ import { isAbsolute, join, relative, sep } from "node:path";
 import type { CoopConfig } from "../config/config.ts";
 import { SHARED_SCOPE_NAME } from "../config/user_directories.ts";
 import { GROUP_DIRECTORY_PREFIX } from "../config/user_name.ts";
+import { isInside } from "../sandbox/path_containment.ts";
 import { atLeast, leastTrusted, type TrustLevel } from "../trust/trust_level.ts";
 
 /** A person as far as provenance goes: configured or paired. */
@@ -49,9 +50,9 @@ export function fileWriters(
   } catch {
     // Not there (the read failed anyway): judge the path as given.
   }
-  const rel = relative(realpathOr(workspace), real);
-  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) return null;
-  const first = rel.split(sep)[0];
+  const root = realpathOr(workspace);
+  if (real === root || !isInside(real, root)) return null;
+  const first = relative(root, real).split(sep)[0];
   if (first.startsWith(GROUP_DIRECTORY_PREFIX)) return { name: first, trust: "inner" };
   if (config.sandbox.workspaceScope === "shared") {
     return first === SHARED_SCOPE_NAME
