@@ -12,7 +12,12 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { retireIdleOffLoopWorkers } from "../sandbox/off_loop.ts";
-import { collectGarbage, cpuTimeMs, trimMallocHeap } from "./process_memory.ts";
+import {
+  collectGarbage,
+  cpuTimeMs,
+  releaseProgramPages,
+  trimMallocHeap,
+} from "./process_memory.ts";
 import { residentBytes } from "../sandbox/resident_memory.ts";
 
 const log = getLogger(["coop", "memory"]);
@@ -64,6 +69,29 @@ export async function releaseMemory(): Promise<MemoryReleaseReport> {
     workersRetired,
     durationMs: performance.now() - start,
   };
+}
+
+/**
+ * Once start-up is done (modules loaded, config read, the sandbox tested): drops the runtime
+ * binary's pages that start-up touched from the resident set (`releaseProgramPages`), so what
+ * a long-running gateway counts is what it uses. Measured (docs/performance.md, session 20):
+ * ≈ 20 MB less resident under load, the same after 10,000 turns; a failure only logs.
+ */
+export async function releaseStartupPages(): Promise<void> {
+  const start = performance.now();
+  try {
+    const releasedKb = await releaseProgramPages();
+    log.info("memory.startup_release: {releasedMb} MB of the runtime's pages in {durationMs} ms", {
+      event: "memory.startup_release",
+      releasedMb: releasedKb === undefined ? undefined : Math.round(releasedKb / 102.4) / 10,
+      durationMs: Math.round(performance.now() - start),
+    });
+  } catch (error) {
+    log.warn("memory.startup_release failed: {error}", {
+      event: "memory.startup_release",
+      error: String(error),
+    });
+  }
 }
 
 /** Samples the process and releases memory when it comes to rest after activity. */

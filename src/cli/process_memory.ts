@@ -5,7 +5,7 @@
  * load stops"); neither gives them back while the event loop sleeps.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import inspector from "node:inspector";
 import { openNativeLibrary } from "../sandbox/native_runtime.ts";
 import type { NativeLibrary } from "../sandbox/trampoline_symbols.ts";
@@ -70,4 +70,86 @@ export async function trimMallocHeap(): Promise<boolean> {
   if (!libc) return false;
   await libc.symbols.malloc_trim(0n);
   return true;
+}
+
+interface Madvise {
+  madvise(address: bigint, length: bigint, advice: number): number;
+}
+
+let madviseLibrary: Promise<NativeLibrary<Madvise> | undefined> | undefined;
+
+/** `MADV_DONTNEED` (asm-generic/mman-common.h): the same value on every Linux architecture. */
+const MADV_DONTNEED = 4;
+
+/** One mapping of `/proc/self/smaps` that `releaseProgramPages` may drop. */
+export interface ProgramMapping {
+  start: bigint;
+  length: bigint;
+  residentKb: number;
+}
+
+/**
+ * The runtime binary's mappings whose resident pages are all the file's own: not writable, and
+ * with no anonymous (copied-on-write) page — dropping those would lose the runtime's relocations.
+ */
+export function programMappings(smaps: string, program: string): ProgramMapping[] {
+  const found: ProgramMapping[] = [];
+  let current: (ProgramMapping & { anonymousKb?: number }) | null = null;
+  const settle = () => {
+    if (current && current.anonymousKb === 0 && current.residentKb > 0) {
+      found.push({ start: current.start, length: current.length, residentKb: current.residentKb });
+    }
+  };
+  for (const line of smaps.split("\n")) {
+    const header = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ \S+\s+(.*)$/.exec(line);
+    if (header) {
+      settle();
+      const [, from, to, perms, path] = header;
+      current = path === program && !perms.includes("w")
+        ? {
+          start: BigInt(`0x${from}`),
+          length: BigInt(`0x${to}`) - BigInt(`0x${from}`),
+          residentKb: 0,
+        }
+        : null;
+      continue;
+    }
+    if (!current) continue;
+    const field = /^(Rss|Anonymous):\s+(\d+) kB/.exec(line);
+    if (field?.[1] === "Rss") current.residentKb = Number(field[2]);
+    else if (field?.[1] === "Anonymous") current.anonymousKb = Number(field[2]);
+  }
+  settle();
+  return found;
+}
+
+/**
+ * Drops this process's resident pages of the runtime binary (`madvise(MADV_DONTNEED)` on its
+ * read-only mappings): start-up code, the V8 snapshot it deserialized, code paths a gateway never
+ * takes again — tens of MB counted in its resident set for as long as it runs. They stay in the
+ * page cache; a page used again comes back with a minor fault. Resolves to the kB dropped, or
+ * undefined where it cannot run (no `/proc`, no FFI).
+ */
+export async function releaseProgramPages(): Promise<number | undefined> {
+  madviseLibrary ??= openNativeLibrary<Madvise>("libc.so.6", {
+    madvise: { parameters: ["usize", "usize", "i32"], result: "i32" },
+  }).catch(() => undefined);
+  const libc = await madviseLibrary;
+  if (!libc) return undefined;
+  let mappings: ProgramMapping[];
+  try {
+    mappings = programMappings(
+      readFileSync("/proc/self/smaps", "latin1"),
+      realpathSync("/proc/self/exe"),
+    );
+  } catch {
+    return undefined;
+  }
+  let released = 0;
+  for (const mapping of mappings) {
+    if (libc.symbols.madvise(mapping.start, mapping.length, MADV_DONTNEED) === 0) {
+      released += mapping.residentKb;
+    }
+  }
+  return released;
 }

@@ -18,7 +18,7 @@ import { listenFailure } from "./listen_failure.ts";
 import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
 import { ConfigReloader } from "./config_reload.ts";
 import { settleSandboxCgroups, sweepDeadSandboxCgroups } from "../sandbox/mod.ts";
-import { IdleMemoryRelease } from "./idle_memory_release.ts";
+import { IdleMemoryRelease, releaseStartupPages } from "./idle_memory_release.ts";
 
 const log = getLogger(["coop", "start"]);
 
@@ -120,6 +120,7 @@ export async function startCommand(
   reloader.start();
   const memory = new IdleMemoryRelease();
   memory.start();
+  await releaseStartupPages();
   say("ready (SIGTERM or Ctrl-C stops; SIGHUP or saving the config reloads it)");
 
   await stopped;
