@@ -1,6 +1,6 @@
 /** The command-line surface (DESIGN §5); tests and docs rely on it. */
 export const USAGE = `Usage:
-  coop start   [--config FILE]                 run the gateway (HTTP channel, cron jobs)
+  coop start   [--config FILE]                 run the gateway (HTTP, Telegram, Signal, cron)
   coop chat    [--config FILE]                 terminal chat as the terminal user
   coop check   [--config FILE] [--json]        validate config; exit 1 on errors
   coop pairing list [--json] | approve CODE [--name NAME] [--trust LEVEL] | deny CODE
