@@ -101,9 +101,15 @@ export function programMappings(smaps: string, program: string): ProgramMapping[
     }
   };
   for (const line of smaps.split("\n")) {
-    const header = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ \S+\s+(.*)$/.exec(line);
-    if (header) {
+    // Every line that starts with an address range begins a mapping, whether or not it names a
+    // file: reading a nameless one's fields as the previous mapping's would be wrong.
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {
       settle();
+      const header = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+ *(.*)$/.exec(line);
+      if (!header) {
+        current = null;
+        continue;
+      }
       const [, from, to, perms, path] = header;
       current = path === program && !perms.includes("w")
         ? {

@@ -36,6 +36,18 @@ Deno.test("program mappings: the binary's read-only ones without copied-on-write
   ]);
 });
 
+Deno.test("program mappings: a nameless mapping's fields are never read as the previous one's", () => {
+  const smaps = [
+    `55d000000000-55d000100000 r--p 00000000 fd:00 1 ${PROGRAM}`,
+    "Rss:               800 kB",
+    "Anonymous:         800 kB",
+    "55d000100000-55d000200000 r--p 00000000 00:00 0",
+    "Rss:               4 kB",
+    "Anonymous:         0 kB",
+  ].join("\n");
+  assertEquals(programMappings(smaps, PROGRAM), []);
+});
+
 Deno.test("program mappings: a mapping without an Anonymous line is never taken", () => {
   const smaps = `55d000000000-55d000100000 r-xp 00000000 fd:00 1 ${PROGRAM}\nRss: 800 kB\n`;
   assertEquals(programMappings(smaps, PROGRAM), []);
