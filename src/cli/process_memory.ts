@@ -50,11 +50,23 @@ export function collectGarbage(): Promise<boolean> {
   });
 }
 
-interface Malloc {
+/** What of glibc this module calls. */
+interface Libc {
   malloc_trim(pad: bigint): Promise<number>;
+  madvise(address: bigint, length: bigint, advice: number): number;
 }
 
-let malloc: Promise<NativeLibrary<Malloc> | undefined> | undefined;
+let libcLoading: Promise<NativeLibrary<Libc> | undefined> | undefined;
+
+/** glibc, opened once; undefined where it cannot be (musl, or no FFI). */
+function libc(): Promise<NativeLibrary<Libc> | undefined> {
+  libcLoading ??= openNativeLibrary<Libc>("libc.so.6", {
+    malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
+    // The address as a plain integer: the same in the C ABI as a pointer, on both FFI adapters.
+    madvise: { parameters: ["usize", "usize", "i32"], result: "i32" },
+  }).catch(() => undefined);
+  return libcLoading;
+}
 
 /**
  * glibc's `malloc_trim(0)`: returns the free pages of every malloc arena to the kernel. It runs
@@ -63,22 +75,13 @@ let malloc: Promise<NativeLibrary<Malloc> | undefined> | undefined;
  * (musl, or no FFI).
  */
 export async function trimMallocHeap(): Promise<boolean> {
-  malloc ??= openNativeLibrary<Malloc>("libc.so.6", {
-    malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
-  }).catch(() => undefined);
-  const libc = await malloc;
-  if (!libc) return false;
-  await libc.symbols.malloc_trim(0n);
+  const glibc = await libc();
+  if (!glibc) return false;
+  await glibc.symbols.malloc_trim(0n);
   return true;
 }
 
-interface Madvise {
-  madvise(address: bigint, length: bigint, advice: number): number;
-}
-
-let madviseLibrary: Promise<NativeLibrary<Madvise> | undefined> | undefined;
-
-/** `MADV_DONTNEED` (asm-generic/mman-common.h): the same value on every Linux architecture. */
+/** `MADV_DONTNEED` (asm-generic/mman-common.h, which x86_64 and aarch64 use). */
 const MADV_DONTNEED = 4;
 
 /** One mapping of `/proc/self/smaps` that `releaseProgramPages` may drop. */
@@ -137,11 +140,8 @@ export function programMappings(smaps: string, program: string): ProgramMapping[
  * undefined where it cannot run (no `/proc`, no FFI).
  */
 export async function releaseProgramPages(): Promise<number | undefined> {
-  madviseLibrary ??= openNativeLibrary<Madvise>("libc.so.6", {
-    madvise: { parameters: ["usize", "usize", "i32"], result: "i32" },
-  }).catch(() => undefined);
-  const libc = await madviseLibrary;
-  if (!libc) return undefined;
+  const glibc = await libc();
+  if (!glibc) return undefined;
   let mappings: ProgramMapping[];
   try {
     mappings = programMappings(
@@ -153,7 +153,7 @@ export async function releaseProgramPages(): Promise<number | undefined> {
   }
   let released = 0;
   for (const mapping of mappings) {
-    if (libc.symbols.madvise(mapping.start, mapping.length, MADV_DONTNEED) === 0) {
+    if (glibc.symbols.madvise(mapping.start, mapping.length, MADV_DONTNEED) === 0) {
       released += mapping.residentKb;
     }
   }
