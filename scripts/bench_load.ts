@@ -130,7 +130,9 @@ async function load(
       try {
         const { status, json } = await postMessage(url, `token-u${i}`, { text: "go" });
         const tools = json.tools as { sandboxed?: boolean; exitCode?: number }[] | undefined;
-        if (status !== 200 || json.reply !== FINAL_TEXT || tools?.[0]?.sandboxed !== true) {
+        // A sandbox that could not start still gives a reply: only a command that ran counts.
+        const ran = tools?.[0]?.sandboxed === true && tools[0].exitCode === 0;
+        if (status !== 200 || json.reply !== FINAL_TEXT || !ran) {
           failures.push(`${status} ${JSON.stringify(json).slice(0, 200)}`);
         } else {
           latencies.push(performance.now() - t0);

@@ -7,7 +7,8 @@
  * per burst, never while turns keep it busy. While busy, each busy second hands malloc's free pages
  * back (`malloc_trim` on the runtime's thread pool, never two at once): under sustained load the
  * arenas otherwise stay at the high-water mark of the busiest moment (docs/performance.md,
- * "Session 17").
+ * "Session 17"). After the first busy seconds it drops, once, the runtime's pages that warm-up
+ * touched (`releaseWarmUpPages`).
  * @module
  */
 import { getLogger } from "@logtape/logtape";
@@ -50,6 +51,9 @@ export interface IdleMemoryReleaseOptions {
   release?: () => Promise<MemoryReleaseReport>;
   /** Gives malloc's free pages back while busy (`malloc_trim`); false where it cannot. */
   trim?: () => Promise<boolean>;
+  /** Busy samples after which `releaseWarmUp` runs, once. */
+  warmUpBusySamples?: number;
+  releaseWarmUp?: () => Promise<void>;
 }
 
 const MIB = 1024 * 1024;
@@ -77,26 +81,34 @@ export async function releaseMemory(): Promise<MemoryReleaseReport> {
  * a long-running gateway counts is what it uses. Measured (docs/performance.md, session 20):
  * 7 – 17 MB less resident after 10,000 turns under load; a failure only logs.
  */
-export async function releaseStartupPages(): Promise<void> {
+export function releaseStartupPages(): Promise<void> {
+  return releaseProgramPagesLogged("memory.startup_release");
+}
+
+/**
+ * The same once the first turns are done: the sandbox self-test, the first sandbox of each
+ * kind, and V8 compiling the hot paths run once, from pages of the binary that steady work
+ * does not touch again (docs/performance.md, session 21).
+ */
+export function releaseWarmUpPages(): Promise<void> {
+  return releaseProgramPagesLogged("memory.warm_up_release");
+}
+
+async function releaseProgramPagesLogged(event: string): Promise<void> {
   const start = performance.now();
   try {
     const releasedKb = await releaseProgramPages();
     if (releasedKb === undefined) {
-      log.info("memory.startup_release: not available here (no /proc, glibc or FFI)", {
-        event: "memory.startup_release",
-      });
+      log.info(`${event}: not available here (no /proc, glibc or FFI)`, { event });
       return;
     }
-    log.info("memory.startup_release: {releasedMb} MB of the runtime's pages in {durationMs} ms", {
-      event: "memory.startup_release",
+    log.info(`${event}: {releasedMb} MB of the runtime's pages in {durationMs} ms`, {
+      event,
       releasedMb: Math.round(releasedKb / 102.4) / 10,
       durationMs: Math.round(performance.now() - start),
     });
   } catch (error) {
-    log.warn("memory.startup_release failed: {error}", {
-      event: "memory.startup_release",
-      error: String(error),
-    });
+    log.warn(`${event} failed: {error}`, { event, error: String(error) });
   }
 }
 
@@ -110,6 +122,9 @@ export class IdleMemoryRelease {
   readonly #readRss: () => number | undefined;
   readonly #release: () => Promise<MemoryReleaseReport>;
   readonly #trim: () => Promise<boolean>;
+  readonly #releaseWarmUp: () => Promise<void>;
+  /** Busy samples still to come before the warm-up release; it has run once this is 0. */
+  #warmUpLeft: number;
   #timer: ReturnType<typeof setInterval> | undefined;
   #lastCpu: number | undefined;
   #baseline: number | undefined;
@@ -126,6 +141,8 @@ export class IdleMemoryRelease {
     this.#readRss = options.readRss ?? residentBytes;
     this.#release = options.release ?? releaseMemory;
     this.#trim = options.trim ?? trimMallocHeap;
+    this.#releaseWarmUp = options.releaseWarmUp ?? releaseWarmUpPages;
+    this.#warmUpLeft = options.warmUpBusySamples ?? 3;
   }
 
   /** Starts sampling; the timer never keeps the process alive. */
@@ -163,6 +180,8 @@ export class IdleMemoryRelease {
     if (used >= this.#busy) {
       this.#active = true;
       this.#trimWhileBusy();
+      // madvise takes a few ms on the loop, once; it logs its own failure.
+      if (this.#warmUpLeft > 0 && --this.#warmUpLeft === 0) return this.#releaseWarmUp();
       return Promise.resolve();
     }
     if (grown) this.#active = true;

@@ -23,6 +23,7 @@ function scripted(options: { releaseCpuMs?: number; fail?: boolean } = {}) {
     readCpuMs: () => state.cpu,
     readRss: () => state.rss,
     trim: () => Promise.resolve(true), // the busy-time trim has tests of its own below
+    releaseWarmUp: () => Promise.resolve(), // so has the warm-up release
     release: (): Promise<MemoryReleaseReport> => {
       state.releases++;
       state.cpu += options.releaseCpuMs ?? 0; // a GC costs CPU time of its own
@@ -89,6 +90,7 @@ Deno.test("while busy: each busy second trims malloc off the loop, never two tri
     readCpuMs: () => state.cpu,
     readRss: () => 100 * MIB,
     release: () => Promise.reject(new Error("no release expected while busy")),
+    releaseWarmUp: () => Promise.resolve(),
     trim: () => {
       trims++;
       most = Math.max(most, ++running);
@@ -129,6 +131,7 @@ Deno.test("while busy: a trim that fails is logged, and sampling goes on", async
   const detector = new IdleMemoryRelease({
     readCpuMs: () => state.cpu,
     readRss: () => 100 * MIB,
+    releaseWarmUp: () => Promise.resolve(),
     trim: () => {
       trims++;
       return Promise.reject(new Error("no libc"));
@@ -143,6 +146,42 @@ Deno.test("while busy: a trim that fails is logged, and sampling goes on", async
     }
     assertEquals(trims, 3);
   } finally {
+    await detector.stop();
+  }
+});
+
+Deno.test("warm-up: the runtime's pages are released once, after the first busy seconds", async () => {
+  let warmUps = 0;
+  const state = { cpu: 0 };
+  const detector = new IdleMemoryRelease({
+    readCpuMs: () => state.cpu,
+    readRss: () => 100 * MIB,
+    release: () => Promise.reject(new Error("no idle release expected")),
+    trim: () => Promise.resolve(true),
+    warmUpBusySamples: 3,
+    releaseWarmUp: () => {
+      warmUps++;
+      return Promise.resolve();
+    },
+  });
+  detector.start();
+  try {
+    // Only busy seconds count towards warm-up, whether or not in a row.
+    for (const cpu of [300, 20, 300]) {
+      state.cpu += cpu;
+      await detector.sample();
+    }
+    assertEquals(warmUps, 0, "two busy seconds are not yet warm");
+    state.cpu += 300;
+    await detector.sample();
+    assertEquals(warmUps, 1, "the third busy second releases the warm-up pages");
+    for (let i = 0; i < 5; i++) {
+      state.cpu += 300;
+      await detector.sample();
+    }
+    assertEquals(warmUps, 1, "never again, however long the work goes on");
+  } finally {
+    await detector.trimsSettled();
     await detector.stop();
   }
 });
