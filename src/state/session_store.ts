@@ -146,6 +146,7 @@ export class SessionStore {
   readonly #findSession: StatementSync;
   readonly #createSession: StatementSync;
   readonly #insert: StatementSync;
+  readonly #insertIntoExisting: StatementSync;
   readonly #history: StatementSync;
   readonly #clear: StatementSync;
   /** A commit since the last fsync of the WAL was not durable (see `sync`). */
@@ -166,6 +167,12 @@ export class SessionStore {
     this.#insert = db.prepare(
       `INSERT INTO messages (session_ref, role, content, principal, trust, created_at)
        VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    // The same insert, finding the session itself: one statement, one implicit transaction, for
+    // every message after a session's first (no BEGIN, lookup and COMMIT of their own).
+    this.#insertIntoExisting = db.prepare(
+      `INSERT INTO messages (session_ref, role, content, principal, trust, created_at)
+       SELECT id, ?, ?, ?, ?, ? FROM sessions WHERE channel = ? AND user = ? AND session = ?`,
     );
     // The newest `limit` messages, returned oldest first.
     this.#history = db.prepare(
@@ -197,26 +204,12 @@ export class SessionStore {
     // NORMAL skips the commit's fsync of the WAL; the WAL is append-only, so the next FULL
     // commit's fsync (or a checkpoint) makes these frames durable along with its own.
     if (!durable) this.#db.exec("PRAGMA synchronous = NORMAL");
-    this.#db.exec("BEGIN IMMEDIATE");
     try {
-      const found = this.#findSession.get(key.channel, key.user, key.session) as
-        | { id: number }
-        | undefined;
-      const ref = found?.id ??
-        Number(
-          this.#createSession.run(key.channel, key.user, key.session, createdAt).lastInsertRowid,
-        );
-      const id = Number(
-        this.#insert.run(
-          ref,
-          message.role,
-          content,
-          message.principal,
-          message.trust,
-          createdAt,
-        ).lastInsertRowid,
-      );
-      this.#db.exec("COMMIT");
+      const fields = [message.role, content, message.principal, message.trust, createdAt] as const;
+      const inserted = this.#insertIntoExisting.run(...fields, key.channel, key.user, key.session);
+      const id = Number(inserted.changes) === 1
+        ? Number(inserted.lastInsertRowid)
+        : this.#insertIntoNew(key, fields);
       this.#unsynced = !durable;
       if (!durable) this.#wal?.committed();
       log.debug("session.append", {
@@ -227,11 +220,31 @@ export class SessionStore {
         durable,
       });
       return { ...message, id, createdAt };
+    } finally {
+      if (!durable) this.#db.exec("PRAGMA synchronous = FULL");
+    }
+  }
+
+  /** A session's first message: the session and the message in one transaction. */
+  #insertIntoNew(
+    key: SessionKey,
+    fields: readonly [string, string, string, string, number],
+  ): number {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const found = this.#findSession.get(key.channel, key.user, key.session) as
+        | { id: number }
+        | undefined;
+      const ref = found?.id ??
+        Number(
+          this.#createSession.run(key.channel, key.user, key.session, fields[4]).lastInsertRowid,
+        );
+      const id = Number(this.#insert.run(ref, ...fields).lastInsertRowid);
+      this.#db.exec("COMMIT");
+      return id;
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
-    } finally {
-      if (!durable) this.#db.exec("PRAGMA synchronous = FULL");
     }
   }
 
