@@ -6,6 +6,7 @@
  * @module
  */
 import { errorMessage } from "../errors/coop_error.ts";
+import { redactSecrets } from "../errors/secret_redaction.ts";
 import { getLogger } from "@logtape/logtape";
 import {
   DEFAULT_PROVIDER_TIMEOUTS,
@@ -103,8 +104,33 @@ function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
-/** Reads at most 16 KiB of an error body and pulls out the server's message. */
-async function errorDetail(response: ProviderResponse): Promise<string> {
+/** Request headers whose value is a credential (the wire formats' and common proxies'). */
+const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key)$/i;
+
+/**
+ * The credentials a request carries: each such header's value, and the token after its scheme
+ * (`Bearer sk-…` → `sk-…`). Servers quote a rejected key back in their error text.
+ */
+export function credentialsIn(headers: Readonly<Record<string, string>>): string[] {
+  const found: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (!CREDENTIAL_HEADER.test(name)) continue;
+    found.push(value);
+    const token = /^\s*[A-Za-z]+\s+(\S.*)$/.exec(value)?.[1];
+    if (token) found.push(token.trim());
+  }
+  // The longest first, so that a whole header value goes before the token inside it.
+  return found.sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Reads at most 16 KiB of an error body and pulls out the server's message, without any of
+ * `secrets`: it goes into errors and logs, and a server may echo the key it refused.
+ */
+async function errorDetail(
+  response: ProviderResponse,
+  secrets: readonly string[],
+): Promise<string> {
   let text = "";
   try {
     text = (await response.text()).slice(0, 16 * 1024);
@@ -114,11 +140,12 @@ async function errorDetail(response: ProviderResponse): Promise<string> {
   try {
     const parsed = JSON.parse(text);
     const message = parsed?.error?.message ?? parsed?.message ?? parsed?.error;
-    if (typeof message === "string") return message;
+    if (typeof message === "string") return redactSecrets(message, secrets);
   } catch {
     // Not JSON: show the text itself.
   }
-  return text.trim().slice(0, 500);
+  // Redacted before it is cut: a cut through a key would leave its first part unmatched.
+  return redactSecrets(text.trim(), secrets).slice(0, 500);
 }
 
 /**
@@ -138,6 +165,7 @@ export async function postJson(
   const sleep = http.sleep ?? abortableSleep;
   const random = http.random ?? Math.random;
   const body = stringifyBody(post.body);
+  const secrets = credentialsIn(post.headers);
   let lastProblem = "";
   let connectTimeout: ProviderTimeoutError | null = null;
   for (let attempt = 1;; attempt++) {
@@ -161,11 +189,12 @@ export async function postJson(
       // work and multiply the wait, so only a connection that never came up is retried.
       if (error instanceof ProviderTimeoutError && error.phase !== "connect") throw error;
       if (error instanceof ProviderTimeoutError) connectTimeout = error;
-      lastProblem = connectTimeout?.detail ?? `cannot reach ${post.url}: ${errorMessage(error)}`;
+      lastProblem = connectTimeout?.detail ??
+        `cannot reach ${post.url}: ${redactSecrets(errorMessage(error), secrets)}`;
     }
     if (response !== undefined) {
       if (response.ok) return response;
-      const detail = await errorDetail(response);
+      const detail = await errorDetail(response, secrets);
       const status = response.status;
       if (status === 401 || status === 403) {
         throw new ProviderError(

@@ -4,8 +4,9 @@
  * (`anthropic.ts`, `openai.ts`) only maps the request and decodes its own events.
  * @module
  */
-import { type EndpointSettings, postForStream } from "./http_retry.ts";
+import { credentialsIn, type EndpointSettings, postForStream } from "./http_retry.ts";
 import type { Provider, ProviderEvent, ProviderRequest } from "./provider.ts";
+import { redactSecrets } from "../errors/secret_redaction.ts";
 import { ProviderError } from "./provider_error.ts";
 import { type SseEvent, SseParser } from "./sse.ts";
 import { ToolCallAccumulator } from "./tool_call_accumulator.ts";
@@ -48,7 +49,8 @@ export interface WireFormat {
   decoder(context: DecodeContext): StreamDecoder;
 }
 
-function decodeContext(provider: string): DecodeContext {
+/** `secrets`: what a server's own error text must not carry into errors and logs (its key). */
+function decodeContext(provider: string, secrets: readonly string[]): DecodeContext {
   const malformed = (what: string, cause?: unknown) =>
     new ProviderError("provider.malformed", provider, `malformed stream: ${what}`, { cause });
   return {
@@ -58,7 +60,7 @@ function decodeContext(provider: string): DecodeContext {
       new ProviderError(
         "provider.stream",
         provider,
-        `the server reported an error mid-stream: ${message}`,
+        `the server reported an error mid-stream: ${redactSecrets(message, secrets)}`,
       ),
     json(event) {
       try {
@@ -101,13 +103,14 @@ export class SseProvider implements Provider {
    */
   async *stream(request: ProviderRequest, signal?: AbortSignal): AsyncGenerator<ProviderEvent> {
     const wire = this.#wire;
+    const headers = wire.headers(this.#settings.apiKey);
     const response = await postForStream(this.#settings, {
       path: wire.path,
-      headers: wire.headers(this.#settings.apiKey),
+      headers,
       body: wire.body(request),
     }, signal);
     try {
-      const decoder = wire.decoder(decodeContext(this.name));
+      const decoder = wire.decoder(decodeContext(this.name, credentialsIn(headers)));
       const parser = new SseParser();
       // The events of each chunk are decoded in one go: an await per chunk, not per event.
       for (let ended = false; !ended;) {

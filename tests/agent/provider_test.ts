@@ -11,6 +11,7 @@ import {
   withScriptedServer,
 } from "./scripted_server.ts";
 import { WIRE_FORMATS, type WireFormat } from "./wire_formats.ts";
+import { withCapturedLogs } from "../fixtures/captured_logs.ts";
 
 const FAST: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5_000 };
 
@@ -175,6 +176,49 @@ for (const format of WIRE_FORMATS) {
       assertEquals(error.status, 401);
       assertMatch(error.message, /HTTP 401: invalid x-api-key.*api_key_env/);
       assertEquals(server.requests.length, 1);
+    });
+  });
+
+  Deno.test(name("a key the server echoes back reaches no error and no log line"), async () => {
+    const key = "sk-live-0123456789abcdefECHOED";
+    const script = [
+      errorReply(500, `upstream rejected Bearer ${key}`),
+      errorReply(502, `key ${encodeURIComponent(key)} is over quota`),
+      errorReply(401, `invalid x-api-key: ${key}`),
+    ];
+    await withCapturedLogs(async (records) => {
+      await withScriptedServer(script, async (server) => {
+        const error = await assertRejects(
+          () => collect(provider(format, server, { key }).stream(REQUEST)),
+          ProviderError,
+        );
+        assertEquals(error.code, "provider.auth");
+        assertMatch(error.message, /HTTP 401: invalid x-api-key: <redacted>/);
+        assertEquals(server.requests.length, 3);
+      });
+      const retries = records.filter((r) => String(r.rawMessage).startsWith("provider.retry"));
+      assertEquals(retries.length, 2, "both retries were logged");
+      for (const record of records) {
+        const text = JSON.stringify([record.message, record.properties]);
+        assert(!text.includes(key), `a log line carries the key: ${text}`);
+        assert(!text.includes(encodeURIComponent(key)), `a log line carries the key: ${text}`);
+      }
+    });
+  });
+
+  Deno.test(name("a key echoed in a mid-stream error is redacted"), async () => {
+    const key = "sk-live-0123456789abcdefECHOED";
+    const body = format.kind === "anthropic"
+      ? `event: error\ndata: {"type":"error","error":{"type":"x","message":"bad key ${key}"}}\n\n`
+      : `data: {"error":{"message":"bad key ${key}"}}\n\n`;
+    await withScriptedServer([sseReply(body)], async (server) => {
+      const error = await assertRejects(
+        () => collect(provider(format, server, { key }).stream(REQUEST)),
+        ProviderError,
+      );
+      assertEquals(error.code, "provider.stream");
+      assertMatch(error.message, /bad key <redacted>/);
+      assert(!error.message.includes(key));
     });
   });
 

@@ -11,7 +11,7 @@ import type { Message, Update, UserFromGetMe } from "grammy/types";
 import { errorMessage } from "../../errors/coop_error.ts";
 import type { OutgoingFile } from "../../gateway/turn_handler.ts";
 import { ChannelDeliveryError } from "../delivery_retry.ts";
-import { redactSecrets } from "../secret_redaction.ts";
+import { redactSecrets } from "../../errors/secret_redaction.ts";
 
 /**
  * grammY types its signals with the `abort-controller` shim of its Node build; the web build it
