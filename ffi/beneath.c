@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdint.h>
+#include <stdio.h> /* renameat */
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -94,34 +95,116 @@ long coop_read_beneath(const char *root, const char *rel, uint8_t *buf, long cap
   return r;
 }
 
-/* Creates or truncates rel beneath root (making missing parents) and writes len bytes. With
- * no_symlinks, no component of rel may be a symlink (-ELOOP). */
+/* Writes all of buf to fd; returns len or -errno. */
+static long write_all(int fd, const uint8_t *buf, long len) {
+  long off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, buf + off, (size_t)(len - off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    off += n;
+  }
+  return off;
+}
+
+/* The old behaviour, for what a rename cannot replace faithfully: truncate and write in place. */
+static long write_in_place(int rootfd, const char *rel, const uint8_t *buf, long len,
+                           uint64_t resolve) {
+  int fd = open_beneath(rootfd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NONBLOCK, 0644,
+                        resolve);
+  if (fd < 0) return fd;
+  struct stat st;
+  long r = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ? -EINVAL : write_all(fd, buf, len);
+  close(fd);
+  return r;
+}
+
+/* Writes buf to a new file beside `name` in dirfd and renames it over `name`: a write that
+ * fails part-way (the disk or quota full) leaves the old file whole. The temporary name is
+ * made with O_EXCL, so nothing a sandbox planted under it is followed or reused. `mode` < 0:
+ * a new file, 0644 under the process's umask; else the replaced file's permission bits. */
+static long write_replacing(int dirfd, const char *name, const uint8_t *buf, long len,
+                            int mode) {
+  static unsigned counter;
+  char tmp[64];
+  int fd = -EEXIST;
+  for (int attempt = 0; attempt < 8 && fd == -EEXIST; attempt++) {
+    unsigned long n = ((unsigned long)getpid() << 20) ^ (unsigned long)++counter;
+    int i = 0;
+    for (const char *p = ".coop-write-"; *p; p++) tmp[i++] = *p;
+    for (int shift = 60; shift >= 0; shift -= 4) tmp[i++] = "0123456789abcdef"[(n >> shift) & 15];
+    tmp[i] = 0;
+    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
+    if (fd < 0) fd = -errno;
+  }
+  if (fd < 0) return fd;
+  long r = mode >= 0 && fchmod(fd, (mode_t)mode) < 0 ? -errno : write_all(fd, buf, len);
+  if (close(fd) < 0 && r >= 0) r = -errno;
+  if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0) r = -errno;
+  if (r < 0) unlinkat(dirfd, tmp, 0);
+  return r;
+}
+
+/* Creates or replaces rel beneath root (making missing parents) with len bytes. With
+ * no_symlinks, no component of rel may be a symlink (-ELOOP).
+ *
+ * A new file, or a writable regular file of the gateway's own with one link, is written whole
+ * beside it and renamed over it (its mode kept), so a write that fails leaves the old file
+ * whole. Through a symlink (the owner's), a file with other hard links, one another uid owns or
+ * a read-only one, it is written in place as before: a rename would change what those see, or
+ * write what the gateway could not; so it is when there is no room for both copies. */
 long coop_write_beneath(const char *root, const char *rel, const uint8_t *buf, long len,
                         int no_symlinks) {
   uint64_t resolve = BENEATH | (no_symlinks ? RESOLVE_NO_SYMLINKS : 0);
   int rootfd = open_root(root);
   if (rootfd < 0) return rootfd;
-  int r = make_parents(rootfd, rel, resolve);
-  int fd = r ? r
-             : open_beneath(rootfd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NONBLOCK,
-                            0644, resolve);
-  close(rootfd);
-  if (fd < 0) return fd;
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return -EINVAL;
+  long r = make_parents(rootfd, rel, resolve);
+  if (r) {
+    close(rootfd);
+    return r;
   }
-  long off = 0;
-  while (off < len) {
-    ssize_t n = write(fd, buf + off, (size_t)(len - off));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      off = -errno;
-      break;
+  /* The directory that holds the file, pinned beneath the root, and the file's name in it. */
+  char dir[4096];
+  size_t length = strlen(rel);
+  if (length >= sizeof dir) {
+    close(rootfd);
+    return -ENAMETOOLONG;
+  }
+  memcpy(dir, rel, length + 1);
+  char *slash = strrchr(dir, '/');
+  const char *name = slash ? slash + 1 : rel;
+  int dirfd = rootfd;
+  if (slash) {
+    *slash = 0;
+    dirfd = open_beneath(rootfd, dir, O_PATH | O_DIRECTORY, 0, resolve);
+    if (dirfd < 0) {
+      close(rootfd);
+      return dirfd;
     }
-    off += n;
   }
-  close(fd);
-  return off;
+  if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+    r = -EISDIR;
+  } else {
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      r = errno == ENOENT ? write_replacing(dirfd, name, buf, len, -1) : -errno;
+    } else if (S_ISLNK(st.st_mode)) {
+      r = no_symlinks ? -ELOOP : write_in_place(rootfd, rel, buf, len, resolve);
+    } else if (S_ISDIR(st.st_mode)) {
+      r = -EISDIR;
+    } else if (!S_ISREG(st.st_mode)) {
+      r = -EINVAL; /* a fifo or device planted by the sandbox would block or worse */
+    } else if (st.st_nlink > 1 || st.st_uid != geteuid() || !(st.st_mode & S_IWUSR)) {
+      r = write_in_place(rootfd, rel, buf, len, resolve);
+    } else {
+      /* Never a set-id bit: no file under a workspace carries one (ATTACKS F26). */
+      r = write_replacing(dirfd, name, buf, len, st.st_mode & 0777);
+      /* No room for both copies (a workspace near its disk_quota, whose check counted only the
+       * difference): in place, which frees the old blocks first. */
+      if (r == -ENOSPC || r == -EDQUOT) r = write_in_place(rootfd, rel, buf, len, resolve);
+    }
+  }
+  if (dirfd != rootfd) close(dirfd);
+  close(rootfd);
+  return r;
 }
