@@ -152,7 +152,8 @@ static long write_replacing(int dirfd, const char *name, const uint8_t *buf, lon
  * beside it and renamed over it (its mode kept), so a write that fails leaves the old file
  * whole. Through a symlink (the owner's), a file with other hard links, one another uid owns or
  * a read-only one, it is written in place as before: a rename would change what those see, or
- * write what the gateway could not; so it is when there is no room for both copies. */
+ * write what the gateway could not; so it is when there is no room for both copies, or the
+ * directory is not the gateway's to write in. */
 long coop_write_beneath(const char *root, const char *rel, const uint8_t *buf, long len,
                         int no_symlinks) {
   uint64_t resolve = BENEATH | (no_symlinks ? RESOLVE_NO_SYMLINKS : 0);
@@ -200,8 +201,10 @@ long coop_write_beneath(const char *root, const char *rel, const uint8_t *buf, l
       /* Never a set-id bit: no file under a workspace carries one (ATTACKS F26). */
       r = write_replacing(dirfd, name, buf, len, st.st_mode & 0777);
       /* No room for both copies (a workspace near its disk_quota, whose check counted only the
-       * difference): in place, which frees the old blocks first. */
-      if (r == -ENOSPC || r == -EDQUOT) r = write_in_place(rootfd, rel, buf, len, resolve);
+       * difference: in place frees the old blocks first), or a directory the gateway may not
+       * write in (the file itself it may): in place, as before. */
+      if (r == -ENOSPC || r == -EDQUOT || r == -EACCES)
+        r = write_in_place(rootfd, rel, buf, len, resolve);
     }
   }
   if (dirfd != rootfd) close(dirfd);

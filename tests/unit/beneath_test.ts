@@ -150,3 +150,21 @@ Deno.test("a directory, a fifo or a name a sandbox planted is never written thro
     assertEquals(await Deno.readTextFile(`${outside}/secret`), "OUTSIDE");
   });
 });
+
+Deno.test({
+  name: "a writable file in a directory the gateway may not write in is still written, in place",
+  ignore: Deno.uid() === 0, // root writes in any directory
+  fn: async () => {
+    await withDirs(async (root) => {
+      await Deno.mkdir(`${root}/locked`);
+      await Deno.writeTextFile(`${root}/locked/notes.txt`, "old");
+      await Deno.chmod(`${root}/locked`, 0o555);
+      try {
+        await writeFileBeneath(root, "locked/notes.txt", new TextEncoder().encode("new"));
+        assertEquals(await Deno.readTextFile(`${root}/locked/notes.txt`), "new");
+      } finally {
+        await Deno.chmod(`${root}/locked`, 0o755);
+      }
+    });
+  },
+});
