@@ -13,10 +13,14 @@
                            * while the sandbox lives */
 #define COOP_FD_WORKSPACE 6 /* the idmapped workspace mount, when one came with the go byte */
 #define COOP_FD_TERMINAL 7  /* the pty slave for the command, when one came with the go byte */
-#define COOP_FD_FIRST_FREE 8
-/* The go byte: COOP_GO_TERMINAL when a pty slave is the last fd that comes with it. */
+#define COOP_FD_HELD 8      /* an environment's overlay the gateway holds, when one came with it */
+#define COOP_FD_FIRST_FREE 9
+/* The go byte: COOP_GO_TERMINAL when a pty slave is the last fd that comes with it; the _HELD
+ * ones when a held overlay (a detached mount, src/sandbox/held_overlay.ts) comes before that. */
 #define COOP_GO 'g'
 #define COOP_GO_TERMINAL 't'
+#define COOP_GO_HELD 'H'
+#define COOP_GO_HELD_TERMINAL 'U'
 
 /* Network "proxy": the init listens on 127.0.0.1:COOP_PROXY_PORT inside the sandbox and
  * forwards every connection to the gateway's policy proxy, whose unix socket the spec binds at
@@ -121,6 +125,7 @@ struct coop_record {
 #define COOP_TAG_SESSION 'S' /* "1": the init stays and runs commands sent on the go
                               * socket (ffi/init/session.c) instead of the spec's argv */
 #define COOP_TAG_TERMINAL 'T' /* (no strings) the command runs on the pty of the go byte */
+#define COOP_TAG_HOLD 'K' /* (no strings) send a fresh overlay back on the go socket, to hold */
 #define COOP_TAG_END 'z'
 
 /* Session mode: a request on the go socket is three native-endian int32 {op, id, value}. */

@@ -43,7 +43,7 @@ extern const unsigned long coop_init_blob_size;
 #define CHILD_STACK_SIZE (64 * 1024)
 
 /* Indexes of the int32 arrays exchanged with TypeScript (src/sandbox/ffi.ts). */
-enum { P_NEW_NET, P_OUTER_UID, P_OUTER_GID, P_WANT_STDIN, P_TERMINAL, P_COUNT };
+enum { P_NEW_NET, P_OUTER_UID, P_OUTER_GID, P_WANT_STDIN, P_TERMINAL, P_HELD, P_COUNT };
 enum { O_PID, O_PIDFD, O_STDIN, O_STDOUT, O_STDERR, O_REPORT, O_GO, O_ERR_STEP, O_ERR_ERRNO, O_COUNT };
 
 /* The init's fds 0-3 and 5 (fd 4, the spec, comes later with the go byte). */
@@ -196,7 +196,7 @@ static int send_go(int sock, char byte, const int *fds, int count) {
   struct iovec iov = {.iov_base = &byte, .iov_len = 1};
   union {
     struct cmsghdr hdr;
-    char buf[CMSG_SPACE(3 * sizeof(int))];
+    char buf[CMSG_SPACE(4 * sizeof(int))];
   } control;
   memset(&control, 0, sizeof control);
   struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -417,11 +417,13 @@ int coop_start(const uint8_t *spec, size_t spec_len, const int32_t *params,
     if (tree < 0) step = COOP_STEP_MOUNT_WORKSPACE, err = -tree;
   }
   if (!step) {
-    int terminal = params[P_TERMINAL] - 1;
-    int fds[3] = {spec_fd, -1, -1}, count = 1;
+    int terminal = params[P_TERMINAL] - 1, held = params[P_HELD] - 1;
+    int fds[4] = {spec_fd, -1, -1, -1}, count = 1;
     if (tree >= 0) fds[count++] = tree;
+    if (held >= 0) fds[count++] = held;
     if (terminal >= 0) fds[count++] = terminal;
-    char byte = terminal >= 0 ? COOP_GO_TERMINAL : COOP_GO;
+    char byte = held >= 0 ? (terminal >= 0 ? COOP_GO_HELD_TERMINAL : COOP_GO_HELD)
+                          : (terminal >= 0 ? COOP_GO_TERMINAL : COOP_GO);
     int r = send_go(out[O_GO], byte, fds, count);
     if (r) step = COOP_STEP_WAIT_GO, err = -r;
     /* The init's end is closed: it has exited, or is exiting, maybe with a reason. */
@@ -435,6 +437,38 @@ int coop_start(const uint8_t *spec, size_t spec_len, const int32_t *params,
   }
   if (!params[P_WANT_STDIN]) close(out[O_STDIN]), out[O_STDIN] = -1;
   return 0;
+}
+
+/* The fresh overlay a sandbox's init sent back on its go socket to be held (rootfs.c,
+ * send_overlay_back), without waiting: its fd (close-on-exec), or -EAGAIN when none came. */
+int coop_recv_held(int go) {
+  char byte;
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  union {
+    struct cmsghdr hdr;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  msg.msg_control = control.buf;
+  msg.msg_controllen = sizeof control.buf;
+  ssize_t n;
+  do n = recvmsg(go, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return -errno;
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  if (n != 1 || byte != 'o' || !c || c->cmsg_type != SCM_RIGHTS ||
+      c->cmsg_len != CMSG_LEN(sizeof(int))) {
+    /* Anything else closes what came with it. */
+    for (; c; c = CMSG_NXTHDR(&msg, c))
+      if (c->cmsg_type == SCM_RIGHTS)
+        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+          close(((int *)CMSG_DATA(c))[i]);
+    return -EPROTO;
+  }
+  int fd;
+  memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
 }
 
 /* Ends a prestarted sandbox that will not be used: kills and reaps the init, closes its fds. */

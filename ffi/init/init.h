@@ -28,6 +28,34 @@ struct coop_pair {
   const char *b;
 };
 
+/* struct msghdr and cmsghdr as the kernel lays them out (no libc headers here). */
+struct coop_iovec {
+  void *base;
+  unsigned long len;
+};
+struct coop_msghdr {
+  void *name;
+  int namelen;
+  struct coop_iovec *iov;
+  unsigned long iovlen;
+  void *control;
+  unsigned long controllen;
+  int flags;
+};
+struct coop_cmsg_fds {
+  unsigned long len;
+  int level;
+  int type;
+  int fds[3];
+};
+#define COOP_CMSG_HEADER (sizeof(unsigned long) + 2 * sizeof(int))
+#define COOP_SOL_SOCKET 1
+#define COOP_SCM_RIGHTS 1
+#define COOP_MSG_CMSG_CLOEXEC 0x40000000
+#define COOP_MSG_PEEK 0x2
+#define COOP_MSG_DONTWAIT 0x40
+#define COOP_MSG_NOSIGNAL 0x4000
+
 struct coop_spec {
   const char *argv[COOP_MAX_ARGS + 1];
   int argc;
@@ -36,6 +64,8 @@ struct coop_spec {
   const char *hostname;
   const char *workspace;
   int workspace_fd; /* an idmapped mount of the workspace from the gateway, or -1 */
+  int held_fd;      /* the first overlay, held by the gateway (COOP_FD_HELD), or -1 */
+  int hold;         /* tag 'K': send a fresh first overlay back on the go socket */
   int terminal;     /* the command runs on the pty at COOP_FD_TERMINAL */
   const char *cwd;
   const char *net;

@@ -16,32 +16,6 @@
 
 static struct coop_spec spec;
 
-/* struct msghdr and cmsghdr as the kernel lays them out (no libc headers here). */
-struct coop_iovec {
-  void *base;
-  unsigned long len;
-};
-struct coop_msghdr {
-  void *name;
-  int namelen;
-  struct coop_iovec *iov;
-  unsigned long iovlen;
-  void *control;
-  unsigned long controllen;
-  int flags;
-};
-struct coop_cmsg_fds {
-  unsigned long len;
-  int level;
-  int type;
-  int fds[3];
-};
-#define COOP_CMSG_HEADER (sizeof(unsigned long) + 2 * sizeof(int))
-#define COOP_SOL_SOCKET 1
-#define COOP_SCM_RIGHTS 1
-#define COOP_MSG_CMSG_CLOEXEC 0x40000000
-#define COOP_MSG_PEEK 0x2
-#define COOP_MSG_DONTWAIT 0x40
 
 /* Blocks until the gateway sends the go byte — once our uid/gid maps are written (it can only
  * do that after clone) — with the spec (a memfd), for a root invoker the workspace as an
@@ -50,7 +24,7 @@ struct coop_cmsg_fds {
  * COOP_FD_SPEC and the pty at COOP_FD_TERMINAL (setting *terminal), becomes the mapped uid/gid
  * 0 (the invoking user, or an unprivileged uid for root) and returns the workspace fd
  * (COOP_FD_WORKSPACE) or -1. */
-static int wait_for_go(int *terminal) {
+static int wait_for_go(int *terminal, int *held) {
   char go = 0;
   struct coop_iovec iov = {&go, 1};
   struct coop_cmsg_fds cmsg = {0};
@@ -63,9 +37,11 @@ static int wait_for_go(int *terminal) {
   if (msg.controllen >= COOP_CMSG_HEADER + sizeof(int) && cmsg.level == COOP_SOL_SOCKET &&
       cmsg.type == COOP_SCM_RIGHTS)
     count = (int)((cmsg.len - COOP_CMSG_HEADER) / sizeof(int));
-  *terminal = go == COOP_GO_TERMINAL;
-  if (go != COOP_GO && !*terminal) coop_fail(COOP_STEP_WAIT_GO, EPROTO);
-  if (count < 1 + *terminal || count > 2 + *terminal) coop_fail(COOP_STEP_WAIT_GO, EPROTO);
+  *terminal = go == COOP_GO_TERMINAL || go == COOP_GO_HELD_TERMINAL;
+  *held = go == COOP_GO_HELD || go == COOP_GO_HELD_TERMINAL;
+  if (go != COOP_GO && go != COOP_GO_TERMINAL && !*held) coop_fail(COOP_STEP_WAIT_GO, EPROTO);
+  if (count < 1 + *terminal + *held || count > 2 + *terminal + *held)
+    coop_fail(COOP_STEP_WAIT_GO, EPROTO);
   const int *fds = cmsg.fds;
   /* The received fds got the lowest free numbers, which may be 4, 6 or 7 themselves: park
    * them above the targets first so that no dup3 below clobbers another one. */
@@ -80,6 +56,14 @@ static int wait_for_go(int *terminal) {
                SYS3(__NR_dup3, parked[count - 1], COOP_FD_TERMINAL, O_CLOEXEC));
     count--;
     SYS1(__NR_close, parked[count]);
+  }
+  if (*held) {
+    coop_check(COOP_STEP_WAIT_GO, SYS3(__NR_dup3, parked[count - 1], COOP_FD_HELD, O_CLOEXEC));
+    count--;
+    SYS1(__NR_close, parked[count]);
+    *held = COOP_FD_HELD;
+  } else {
+    *held = -1;
   }
   int tree = -1;
   if (count == 2) {
@@ -196,7 +180,7 @@ void coop_init_main(const long *stack) {
     coop_loopback_up();
   }
   int terminal = 0;
-  spec.workspace_fd = wait_for_go(&terminal);
+  spec.workspace_fd = wait_for_go(&terminal, &spec.held_fd);
   /* Die with the gateway's thread that spawned us (the JS main thread). Armed only now:
    * setresuid above clears it. If the gateway died before this, its end of the go socket is
    * closed and we stop here instead of running unsupervised. */
@@ -212,7 +196,9 @@ void coop_init_main(const long *stack) {
   coop_reset_signals();
   coop_read_spec(&spec);
   /* A session's commands come on the go socket; no process the init starts may hold it. */
-  if (spec.session) coop_check(COOP_STEP_SESSION, SYS3(__NR_fcntl, COOP_FD_GO, F_SETFD, FD_CLOEXEC));
+  /* Kept until the root is built when a fresh overlay goes back on it (rootfs.c). */
+  if (spec.session || spec.hold)
+    coop_check(COOP_STEP_SESSION, SYS3(__NR_fcntl, COOP_FD_GO, F_SETFD, FD_CLOEXEC));
   else SYS1(__NR_close, COOP_FD_GO);
 
   /* Inits are prestarted by shape (src/sandbox/prestart.ts): never let a spec that wants no

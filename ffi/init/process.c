@@ -50,6 +50,7 @@ void coop_close_inherited_fds(void) {
   SYS1(__NR_close, COOP_FD_SPEC);      /* the spec and the workspace come with the go byte */
   SYS1(__NR_close, COOP_FD_WORKSPACE);
   SYS1(__NR_close, COOP_FD_TERMINAL);
+  SYS1(__NR_close, COOP_FD_HELD);
   coop_check(COOP_STEP_CLOSE_FDS, SYS3(__NR_close_range, COOP_FD_FIRST_FREE, ~0U, 0));
   coop_check(COOP_STEP_CLOSE_FDS, SYS3(__NR_fcntl, COOP_FD_REPORT, F_SETFD, FD_CLOEXEC));
 }

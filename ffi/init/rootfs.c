@@ -173,10 +173,9 @@ static long stage_tree(int step, long tree, const char *host_stage) {
   return coop_check(step, root);
 }
 
-/* Binds each top-level directory of `tree` (detached) onto the tmpfs root; `host_stage` as
- * for stage_tree. */
-static void bind_top_level(int step, long tree, const char *host_stage) {
-  long root = stage_tree(step, tree, host_stage);
+/* Binds each top-level directory of the image at `root` (open for reading) onto the tmpfs
+ * root, then closes it. */
+static void bind_entries(int step, long root) {
   static char buf[8192];
   for (;;) {
     long n = coop_check(step, SYS3(__NR_getdents64, root, buf, sizeof buf));
@@ -188,18 +187,66 @@ static void bind_top_level(int step, long tree, const char *host_stage) {
     }
   }
   SYS1(__NR_close, root);
+}
+
+/* Binds each top-level directory of `tree` (detached) onto the tmpfs root; `host_stage` as
+ * for stage_tree. */
+static void bind_top_level(int step, long tree, const char *host_stage) {
+  bind_entries(step, stage_tree(step, tree, host_stage));
   if (host_stage) return;
   coop_check(step, SYS2(__NR_umount2, STAGING, 2 /* MNT_DETACH */));
   coop_check(step, SYS3(__NR_unlinkat, AT_FDCWD, STAGING, AT_REMOVEDIR));
 }
 
-void coop_mount_root_layers(const struct coop_spec *spec) {
+/* Hands a copy of the fresh overlay `tree` to the gateway on the go socket, to be given to the
+ * next sandboxes of this upper (src/sandbox/held_overlay.ts), when this kernel lets a mount be
+ * cloned out of a detached tree (Linux 6.15 and later); returns whether it did. Failing to send
+ * only costs the next sandbox a mount of its own. */
+static int send_overlay_back(long tree) {
+  long probe = SYS3(__NR_open_tree, tree, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (probe < 0) return 0;
+  SYS1(__NR_close, probe);
+  char byte = 'o';
+  struct coop_iovec iov = {&byte, 1};
+  struct coop_cmsg_fds cmsg = {COOP_CMSG_HEADER + sizeof(int), COOP_SOL_SOCKET, COOP_SCM_RIGHTS,
+                               {(int)tree, -1, -1}};
+  /* Room for one descriptor, aligned as CMSG_SPACE(sizeof(int)) is. */
+  struct coop_msghdr msg = {0, 0, &iov, 1, &cmsg, COOP_CMSG_HEADER + 8, 0};
+  return SYS3(__NR_sendmsg, COOP_FD_GO, &msg, COOP_MSG_NOSIGNAL | COOP_MSG_DONTWAIT) == 1;
+}
+
+/* The image of a detached overlay `tree` that stays detached (held by the gateway): its
+ * top-level directories cloned out of it one by one, or all of it at `target`. */
+static void clone_from_held(int step, long tree, const char *target) {
+  if (coop_streq(target, "/")) {
+    bind_entries(step, coop_check(step, SYS4(__NR_openat, tree, ".",
+                                             O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)));
+    return;
+  }
+  attach(step,
+         coop_check(step, SYS3(__NR_open_tree, tree, "",
+                               OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH)),
+         target);
+  add_writable(step, target);
+}
+
+static void mount_root_layers(const struct coop_spec *spec) {
   const int step = COOP_STEP_ROOT_LAYERS;
   if (!spec->overlay_count && !spec->dir_root && !spec->persist_count) return;
   coop_step(spec, COOP_STEP_ROOT_LAYERS);
   for (int i = 0; i < spec->overlay_count; i++) {
+    /* The first overlay may be one the gateway holds, or go back to it to be held. */
+    if (i == 0 && spec->held_fd >= 0) {
+      clone_from_held(step, spec->held_fd, spec->overlays[i].target);
+      continue;
+    }
     long tree = overlay_tree(step, spec->overlays[i].lower, spec->overlays[i].upper,
                              spec->overlays[i].work);
+    if (i == 0 && spec->hold && send_overlay_back(tree)) {
+      clone_from_held(step, tree, spec->overlays[i].target);
+      SYS1(__NR_close, tree);
+      continue;
+    }
     if (coop_streq(spec->overlays[i].target, "/")) {
       char stage[COOP_PATH_MAX];
       coop_check(step, coop_join(stage, "/oldroot", spec->overlays[i].work));
@@ -212,6 +259,14 @@ void coop_mount_root_layers(const struct coop_spec *spec) {
   if (spec->dir_root) bind_top_level(step, host_tree(step, spec->dir_root), 0);
   for (int i = 0; i < spec->persist_count; i++)
     persist_trees[i] = (int)host_tree(COOP_STEP_PERSIST, spec->persists[i].a);
+}
+
+void coop_mount_root_layers(const struct coop_spec *spec) {
+  mount_root_layers(spec);
+  /* Nothing of the gateway's stays with the sandbox: the held overlay, and (outside a session,
+   * whose commands come on it) the go socket a fresh one went back on (main.c). */
+  if (spec->held_fd >= 0) SYS1(__NR_close, spec->held_fd);
+  if (spec->hold && !spec->session) SYS1(__NR_close, COOP_FD_GO);
 }
 
 void coop_stage_files(const struct coop_spec *spec) {

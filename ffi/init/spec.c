@@ -74,6 +74,10 @@ void coop_read_spec(struct coop_spec *spec) {
       spec->rlimit_count++;
       break;
     case COOP_TAG_SESSION: spec->session = take(&pos, len)[0] == '1'; break;
+    case COOP_TAG_HOLD:
+      take(&pos, len); /* the tag's empty string */
+      spec->hold = 1;
+      break;
     case COOP_TAG_TERMINAL:
       take(&pos, len); /* the tag's empty string */
       spec->terminal = 1;

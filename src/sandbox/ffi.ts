@@ -24,7 +24,9 @@ export const PARAM = {
   wantStdin: 3,
   /** 0, or 1 + the fd of a pty slave for the command (a zeroed array asks for none). */
   terminal: 4,
-  count: 5,
+  /** 0, or 1 + the fd of a held overlay for the sandbox's first overlay (held_overlay.ts). */
+  held: 5,
+  count: 6,
 } as const;
 /** Indexes of the `out` array of coop_prestart and coop_start (`O_*` in ffi/spawn.c). */
 export const OUT = {

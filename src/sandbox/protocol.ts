@@ -149,6 +149,7 @@ export const TAG = {
   persist: "b",
   session: "S",
   terminal: "T",
+  hold: "K",
   end: "z",
 } as const;
 

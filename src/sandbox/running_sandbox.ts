@@ -16,7 +16,6 @@ import { setupFailure } from "./setup_failure.ts";
 import { decodeWaitStatus, type SignalName, signalNumber } from "./wait_status.ts";
 import type { SandboxProcess } from "./sandbox_process.ts";
 import { logSetupFailure, type StartedInit } from "./start_init.ts";
-import { discardWorkdir } from "./overlay_workdir.ts";
 import { syncUpperInBackground } from "./upper_sync.ts";
 
 /** How long the init may take to end its sandbox when asked before it is killed outright. */
@@ -32,7 +31,7 @@ export function trackSandbox(
   argv: readonly string[],
   timeoutMs: number | undefined,
 ): SandboxProcess {
-  const { lib, out, limits, cgroup, proxy, quota, tty, upper, workdir, upperLock } = started;
+  const { lib, out, limits, cgroup, proxy, quota, tty, upper, overlay, upperLock } = started;
   const pid = out[OUT.pid], pidfd = out[OUT.pidfd];
   const socket = (fd: number, writable: boolean) =>
     new net.Socket({ fd, readable: !writable, writable });
@@ -67,9 +66,10 @@ export function trackSandbox(
     clearTimeout(timer);
     clearTimeout(force);
     lib.coop_close(pidfd);
+    // Before the go socket closes: a fresh overlay the init sent back to be held is on it.
+    overlay?.settle(out[OUT.go], rep.setupError !== undefined);
     lib.coop_close(out[OUT.go]);
     tty?.closeMaster();
-    discardWorkdir(workdir);
     syncUpperInBackground(upper);
     upperLock?.release(); // the init is reaped: its mount namespace, and the overlay, are gone
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };

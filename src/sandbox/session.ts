@@ -33,7 +33,6 @@ import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { logSetupFailure, type StartedInit, startInit } from "./start_init.ts";
 import { timeoutProblem } from "./duration.ts";
 import { decodeWaitStatus, signalNumber } from "./wait_status.ts";
-import { discardWorkdir } from "./overlay_workdir.ts";
 import { syncUpperInBackground } from "./upper_sync.ts";
 
 export {
@@ -125,8 +124,8 @@ export async function startSession(
     });
     report.destroy();
     lib.coop_close(out[OUT.pidfd]);
+    init.overlay?.settle(out[OUT.go], setupError !== null);
     lib.coop_close(out[OUT.go]);
-    discardWorkdir(init.workdir);
     syncUpperInBackground(init.upper);
     init.upperLock?.release();
     // Commands still running ended with the sandbox: their process was killed.

@@ -39,6 +39,8 @@ export interface SpecOptions {
   session?: boolean;
   /** The command runs on the pty that comes with the go byte (`SpawnOptions.terminal`). */
   terminal?: boolean;
+  /** The init sends its fresh overlay back to be held (held_overlay.ts). */
+  hold?: boolean;
 }
 
 /** The proxy variables of a sandbox with network "proxy", upper- and lowercase. */
@@ -211,6 +213,7 @@ export function buildSpec(
   if (options.session) add(TAG.session, "1");
   // No value: the tag's one string is empty (ffi/init/spec.c).
   if (options.terminal) add(TAG.terminal, "");
+  if (options.hold) add(TAG.hold, "");
   parts.push(TAG.end);
   return new TextEncoder().encode(parts.join("\0"));
 }

@@ -18,8 +18,8 @@ import { type StartedSandbox, startSandbox } from "./prestart.ts";
 import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { type PolicyProxy, startPolicyProxy } from "./proxy/policy_proxy.ts";
 import { buildSpec } from "./spec.ts";
-import { discardWorkdir, freshWorkdir } from "./overlay_workdir.ts";
-import { prepareRootfs } from "./rootfs.ts";
+import { type OverlayMount, overlayMount } from "./held_overlay.ts";
+import { HOST_LOWER_DIR, prepareRootfs } from "./rootfs.ts";
 import { lockUpper, type UpperLock } from "./upper_lock.ts";
 import { type OpenedTerminal, openTerminal } from "./terminal.ts";
 import type { SpawnOptions } from "./spawn_options.ts";
@@ -64,8 +64,8 @@ export interface StartedInit {
   tty: OpenedTerminal | null;
   /** The environment's upper layer on the host (mounted volatile: upper_sync.ts), else null. */
   upper: string | null;
-  /** This sandbox's own overlay work directory (overlay_workdir.ts), else null. */
-  workdir: string | null;
+  /** Its overlay: held or fresh (held_overlay.ts); `settle` it once the init is reaped. */
+  overlay: OverlayMount | null;
   /** The upper's lock (upper_lock.ts), held until the init is reaped; else null. */
   upperLock: UpperLock | null;
   /** The protected paths (relative to the workspace) the init keeps read-only. */
@@ -107,9 +107,11 @@ async function buildInit(
   const limits = planLimits(limited, options.cgroupHost ?? cgroupHost());
   const ids = outerIds(policy);
   prepareRootfs(policy, ids, ids.idmapped);
+  let changedHands = true;
   if (policy.rootfs && "upper" in policy.rootfs) {
     const locked = await lockUpper(lib, policy.rootfs.upper, { waitMs: options.upperWaitMs });
     held.lock = locked.lock;
+    changedHands = locked.changedHands;
     // While it waited, the holder may have been `coop sandbox reset`: make what it removed again.
     if (locked.waited) prepareRootfs(policy, ids, ids.idmapped);
   }
@@ -122,10 +124,10 @@ async function buildInit(
   );
   const proxied = policy.network === "proxy" || policy.network === "public";
   const proxy = proxied ? await startProxy(policy, ids, argv, options) : null;
-  const workdir = overlayWorkdir(policy, ids);
+  const overlay = overlayOf(lib, policy, ids, changedHands);
   let spec: Uint8Array;
   try {
-    spec = buildSpec(workdir ? withWorkdir(policy, workdir) : policy, argv, {
+    spec = buildSpec(overlay ? withWorkdir(policy, overlay.workdir) : policy, argv, {
       env: options.env,
       cwd: options.cwd,
       failAt: options.failAt,
@@ -134,9 +136,10 @@ async function buildInit(
       protectedPaths,
       session,
       terminal: options.terminal !== undefined,
+      hold: overlay?.hold,
     });
   } catch (error) {
-    discardWorkdir(workdir);
+    overlay?.abandon();
     await proxy?.close();
     throw error;
   }
@@ -144,7 +147,7 @@ async function buildInit(
   try {
     tty = options.terminal ? openTerminal(lib, options.terminal) : null;
   } catch (error) {
-    discardWorkdir(workdir);
+    overlay?.abandon();
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
@@ -153,6 +156,7 @@ async function buildInit(
   const params = new Int32Array(PARAM.count);
   params[PARAM.wantStdin] = options.stdin && !tty ? 1 : 0;
   params[PARAM.terminal] = tty ? tty.slave + 1 : 0;
+  params[PARAM.held] = overlay && overlay.heldFd >= 0 ? overlay.heldFd + 1 : 0;
   const idmap = ids.idmapped ? new TextEncoder().encode(`${policy.workspace}\0`) : null;
   let started: StartedSandbox;
   try {
@@ -166,7 +170,8 @@ async function buildInit(
   } catch (error) {
     tty?.closeMaster();
     tty?.terminal.socket.destroy();
-    discardWorkdir(workdir);
+    // A held overlay the init could not use is not given out again.
+    overlay?.settle(-1, error instanceof SandboxSetupError);
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
@@ -186,18 +191,22 @@ async function buildInit(
     quota,
     tty,
     upper: policy.rootfs && "upper" in policy.rootfs ? policy.rootfs.upper : null,
-    workdir,
+    overlay,
     protectedPaths,
   };
 }
 
-/** A fresh overlay work directory when `policy` has an overlay root, else null. */
-function overlayWorkdir(
+/** The overlay of a sandbox whose `policy` has an overlay root (held or fresh), else null. */
+function overlayOf(
+  lib: Trampoline,
   policy: SandboxPolicy,
   ids: { uid: number; gid: number; idmapped: boolean },
-): string | null {
+  changedHands: boolean,
+): OverlayMount | null {
   const rootfs = policy.rootfs;
-  return rootfs && "work" in rootfs ? freshWorkdir(rootfs.work, ids, ids.idmapped) : null;
+  if (!rootfs || !("work" in rootfs)) return null;
+  const lower = rootfs.lower === "host" ? HOST_LOWER_DIR : rootfs.lower;
+  return overlayMount(lib, { lower, upper: rootfs.upper, work: rootfs.work }, ids, changedHands);
 }
 
 function withWorkdir(policy: SandboxPolicy, work: string): SandboxPolicy {

@@ -39,6 +39,7 @@ export const TRAMPOLINE_SYMBOLS = {
   coop_kill: { parameters: ["i32", "i32"], result: "i32" },
   coop_read_report: { parameters: ["i32", "buffer", "i64"], result: "i64" },
   coop_close: { parameters: ["i32"], result: "i32" },
+  coop_recv_held: { parameters: ["i32"], result: "i32" },
   coop_pidfd_open: { parameters: ["i32"], result: "i32" },
   coop_dup: { parameters: ["i32"], result: "i32" },
   coop_read_beneath: { parameters: ["buffer", "buffer", "buffer", "i64", "buffer"], result: "i64" },
@@ -52,7 +53,7 @@ export const TRAMPOLINE_SYMBOLS = {
   // Waits for the disk (ms, more under load): never on the event loop, and cheaper on the
   // runtime's thread pool than as a message to the off-loop worker (src/sandbox/upper_sync.ts).
   coop_syncfs: { parameters: ["buffer"], result: "i32", nonblocking: true },
-  coop_lock_file: { parameters: ["buffer", "buffer", "i64"], result: "i32" },
+  coop_lock_file: { parameters: ["buffer", "buffer", "i64", "buffer"], result: "i32" },
   coop_mount_root: { parameters: ["buffer"], result: "i32" },
   coop_relay_start: { parameters: ["buffer", "i32", "buffer", "i64", "buffer"], result: "pointer" },
   coop_relay_head: { parameters: ["pointer", "u32", "buffer", "i64"], result: "i64" },
@@ -92,6 +93,7 @@ export interface Trampoline {
   coop_kill(pidfd: number, signal: number): number;
   coop_read_report(fd: number, buffer: Buf, length: bigint): bigint;
   coop_close(fd: number): number;
+  coop_recv_held(go: number): number;
   coop_pidfd_open(pid: number): number;
   coop_dup(fd: number): number;
   coop_read_beneath(root: Buf, rel: Buf, buffer: Buf, max: bigint, size: Buf): bigint;
@@ -100,7 +102,7 @@ export interface Trampoline {
   coop_list_dir(path: Buf, buffer: Buf, length: bigint): bigint;
   coop_tree_usage(path: Buf, limit: bigint, out: Buf): bigint;
   coop_syncfs(path: Buf): Promise<number>;
-  coop_lock_file(path: Buf, holder: Buf, holderLength: bigint): number;
+  coop_lock_file(path: Buf, holder: Buf, holderLength: bigint, changed: Buf): number;
   coop_mount_root(path: Buf): number;
   coop_relay_start(path: Buf, max: number, refusal: Buf, length: bigint, out: Buf): Ptr;
   coop_relay_head(relay: Ptr, id: number, buffer: Buf, length: bigint): bigint;

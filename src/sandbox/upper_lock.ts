@@ -27,6 +27,39 @@ export interface UpperLock {
   release(): void;
 }
 
+/**
+ * Who took each upper's lock last in this process: a sandbox (`lockUpper`), or anything else
+ * (`tryLockUpper`: removing a layer). An overlay this process holds for the upper is valid only
+ * while nothing but its own sandboxes had the lock since (held_overlay.ts).
+ */
+const lastTakenBy = new Map<string, "sandbox" | "other">();
+const LAST_TAKEN_MAX = 256;
+
+function takeLock(lib: Trampoline, upper: string, by: "sandbox" | "other") {
+  const changed = new Int32Array(1);
+  const fd = lib.coop_lock_file(
+    cString(upperLockPath(upper)),
+    HOLDER,
+    BigInt(HOLDER.length),
+    changed,
+  );
+  if (fd === -ERRNO.EWOULDBLOCK) return null;
+  if (fd < 0) throw new SandboxSetupError("lock-upper", -fd, `the lock file of ${upper}`);
+  // Another process wrote its pid since, or this one took it for something else.
+  const changedHands = changed[0] !== 0 || lastTakenBy.get(upper) !== "sandbox";
+  lastTakenBy.delete(upper);
+  if (lastTakenBy.size >= LAST_TAKEN_MAX) lastTakenBy.delete(lastTakenBy.keys().next().value!);
+  lastTakenBy.set(upper, by);
+  let held = true;
+  const lock: UpperLock = {
+    release() {
+      if (held) lib.coop_close(fd);
+      held = false;
+    },
+  };
+  return { lock, changedHands };
+}
+
 /** Another sandbox holds the upper layer (in this process or another one); nothing ran. */
 export class SandboxUpperInUseError extends SandboxError {
   /** The process that holds it, when it said. */
@@ -57,33 +90,25 @@ export function upperLockPath(upper: string): string {
 
 /** Takes the lock of `upper` if it is free: the lock, or null while another holds it. */
 export function tryLockUpper(lib: Trampoline, upper: string): UpperLock | null {
-  const fd = lib.coop_lock_file(cString(upperLockPath(upper)), HOLDER, BigInt(HOLDER.length));
-  if (fd === -ERRNO.EWOULDBLOCK) return null;
-  if (fd < 0) throw new SandboxSetupError("lock-upper", -fd, `the lock file of ${upper}`);
-  let held = true;
-  return {
-    release() {
-      if (held) lib.coop_close(fd);
-      held = false;
-    },
-  };
+  return takeLock(lib, upper, "other")?.lock ?? null;
 }
 
 /**
- * Waits up to `waitMs` for the lock of `upper` (polling: a blocking `flock` would hold a thread),
- * then throws `SandboxUpperInUseError` naming the holder. `signal` ends the wait early. `waited`
- * says whether another holder had it first.
+ * Waits up to `waitMs` for the lock of `upper` for a sandbox (polling: a blocking `flock` would
+ * hold a thread), then throws `SandboxUpperInUseError` naming the holder. `signal` ends the wait
+ * early. `waited` says whether another holder had it first; `changedHands` whether anything but
+ * this process's sandboxes took it since the last of them (another process, a layer removal).
  */
 export async function lockUpper(
   lib: Trampoline,
   upper: string,
   options: { waitMs?: number; signal?: AbortSignal } = {},
-): Promise<{ lock: UpperLock; waited: boolean }> {
+): Promise<{ lock: UpperLock; waited: boolean; changedHands: boolean }> {
   const waitMs = options.waitMs ?? DEFAULT_UPPER_WAIT_MS;
   const start = performance.now();
   for (let attempt = 0;; attempt++) {
-    const lock = tryLockUpper(lib, upper);
-    if (lock) return { lock, waited: attempt > 0 };
+    const taken = takeLock(lib, upper, "sandbox");
+    if (taken) return { ...taken, waited: attempt > 0 };
     const waited = performance.now() - start;
     if (waited >= waitMs || options.signal?.aborted) {
       throw new SandboxUpperInUseError(upper, holderOf(upper), waited);

@@ -18,6 +18,7 @@ import { getLogger } from "@logtape/logtape";
 import { cString, loadTrampoline } from "./ffi.ts";
 import { errnoName } from "./errno.ts";
 import { workdirRemovalsSettled } from "./overlay_workdir.ts";
+import { dropHeldOverlays } from "./held_overlay.ts";
 
 interface Pending {
   running: Promise<void>;
@@ -98,8 +99,8 @@ export function syncUpperInBackground(upper: string | null): void {
 
 /**
  * Resolves once what sandboxes with an environment root leave to do after their result is done:
- * their work directories removed, their uppers synced to disk. Await it before a process that
- * ran such sandboxes exits.
+ * their overlays no longer held for the next sandbox, their work directories removed, their
+ * uppers synced to disk. Await it before a process that ran such sandboxes exits.
  *
  * @example
  * ```ts
@@ -110,6 +111,7 @@ export function syncUpperInBackground(upper: string | null): void {
  * ```
  */
 export async function environmentWritesSettled(): Promise<void> {
+  dropHeldOverlays();
   await workdirRemovalsSettled();
   await upperSyncsSettled();
 }

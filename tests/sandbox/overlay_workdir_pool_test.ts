@@ -2,6 +2,8 @@
 // one made ahead after the last ended; those of ended sandboxes go once the process idles, and
 // never more than REMOVAL_BATCH wait for that; a gateway that dies leaves nothing the next
 // one's sweep misses; an image's tree, staged over the work directory, is not seen inside.
+// These are the sandboxes that mount an overlay of their own: with holding off, every one does
+// (held overlays: held_overlay_test.ts).
 import { assert, assertEquals } from "../assert.ts";
 import { readdirSync } from "node:fs";
 import { exec, startSession, sweepDeadSandboxCgroups } from "../../src/sandbox/mod.ts";
@@ -13,10 +15,23 @@ import {
   workdirsWaiting,
 } from "../../src/sandbox/overlay_workdir.ts";
 import { upperSyncsSettled } from "../../src/sandbox/upper_sync.ts";
+import { dropHeldOverlays } from "../../src/sandbox/held_overlay.ts";
 import { sandboxTest, until, withWorkspace } from "./harness.ts";
 import { testEnvironment } from "./environment_fixture.ts";
 
 const names = (dir: string) => readdirSync(dir).sort();
+
+/** A sandbox test with no overlay held: each sandbox mounts its own over a fresh directory. */
+function poolTest(name: string, fn: () => Promise<void>): void {
+  sandboxTest(name, async () => {
+    dropHeldOverlays(false);
+    try {
+      await fn();
+    } finally {
+      dropHeldOverlays(true);
+    }
+  });
+}
 
 /** Waits until `work` holds just pooled directories (`count`, or at most a full pool). */
 async function onlyPool(work: string, count?: number): Promise<string[]> {
@@ -28,7 +43,7 @@ async function onlyPool(work: string, count?: number): Promise<string[]> {
   return names(work);
 }
 
-sandboxTest(
+poolTest(
   "a sandbox takes its work directory from the pool made after the last one",
   async () => {
     const env = await testEnvironment();
@@ -51,7 +66,7 @@ sandboxTest(
   },
 );
 
-sandboxTest("ended sandboxes' work directories go once the process idles", async () => {
+poolTest("ended sandboxes' work directories go once the process idles", async () => {
   const env = await testEnvironment();
   try {
     await withWorkspace(async (workspace) => {
@@ -70,7 +85,7 @@ sandboxTest("ended sandboxes' work directories go once the process idles", async
   }
 });
 
-sandboxTest(`never idle, never more than ${REMOVAL_BATCH} wait for removal`, async () => {
+poolTest(`never idle, never more than ${REMOVAL_BATCH} wait for removal`, async () => {
   const env = await testEnvironment();
   try {
     await withWorkspace(async (workspace) => {
@@ -99,7 +114,7 @@ sandboxTest(`never idle, never more than ${REMOVAL_BATCH} wait for removal`, asy
   }
 });
 
-sandboxTest(
+poolTest(
   "a gateway killed with a full pool leaves nothing the next one's sweep misses",
   async () => {
     const env = await testEnvironment();
@@ -144,7 +159,7 @@ sandboxTest(
   },
 );
 
-sandboxTest("an image's tree, staged over the work directory, is not mounted inside", async () => {
+poolTest("an image's tree, staged over the work directory, is not mounted inside", async () => {
   const env = await testEnvironment();
   try {
     await withWorkspace(async (workspace) => {

@@ -1,11 +1,13 @@
-// An environment root's overlay is mounted volatile over a fresh work directory per sandbox
-// (src/sandbox/overlay_workdir.ts, upper_sync.ts): the mount before never blocks the next one,
-// nothing of a sandbox's work directory is left once it has ended, what a crashed gateway left
-// is swept, and the upper's file system is synced after the command instead of at its unmount.
+// An environment root's overlay is mounted volatile over a fresh work directory
+// (src/sandbox/overlay_workdir.ts, upper_sync.ts), and held for the next sandboxes of its upper
+// (held_overlay.ts): the mount before never blocks the next one, nothing of a work directory is
+// left once its overlay is dropped, what a crashed gateway left is swept, and the upper's file
+// system is synced after the command instead of at its unmount.
 import { assert, assertEquals, assertRejects } from "../assert.ts";
 import { mkdirSync } from "node:fs";
 import { exec, startSession } from "../../src/sandbox/mod.ts";
 import { workdirRemovalsSettled } from "../../src/sandbox/overlay_workdir.ts";
+import { dropHeldOverlays, heldOverlayCount } from "../../src/sandbox/held_overlay.ts";
 import { syncUpper, upperSyncsSettled } from "../../src/sandbox/upper_sync.ts";
 import { sandboxTest, withWorkspace } from "./harness.ts";
 import { ROOT_UID, testEnvironment } from "./environment_fixture.ts";
@@ -34,7 +36,12 @@ sandboxTest(
         }
         await workdirRemovalsSettled();
         await upperSyncsSettled();
-        // Every sandbox's own work directory is gone once it has ended.
+        // One overlay was mounted, and is held: its work directory is the only one left …
+        assertEquals(heldOverlayCount(), 1);
+        assertEquals((await entries(bob.work)).length, 1);
+        // … until it is dropped.
+        dropHeldOverlays();
+        await workdirRemovalsSettled();
         assertEquals(await entries(bob.work), []);
         assertEquals(await Deno.readTextFile(`${bob.upper}/usr/counter`), "1\n2\n3\n4\n");
       });
@@ -57,6 +64,9 @@ sandboxTest("a live session's work directory is removed when the session ends", 
       } finally {
         await session.stop();
       }
+      // Its overlay is held for the next sandbox of bob's upper, then dropped.
+      assertEquals(heldOverlayCount(), 1);
+      dropHeldOverlays();
       await workdirRemovalsSettled();
       await upperSyncsSettled();
       assertEquals(await entries(bob.work), []);
@@ -82,6 +92,7 @@ sandboxTest("work directories a dead gateway left, and the old layout's, are swe
       mkdirSync(`${bob.work}/${live}`);
       const r = await exec({ workspace, rootfs: bob }, ["sh", "-c", ":"]);
       assertEquals(r.exitCode, 0);
+      dropHeldOverlays(); // this process's own overlay, held after the command
       await workdirRemovalsSettled();
       assertEquals(await entries(bob.work), [live]);
     });
