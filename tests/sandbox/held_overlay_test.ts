@@ -66,6 +66,17 @@ sandboxTest(
   },
 );
 
+sandboxTest("the held overlay is in no mount tree of the host", async () => {
+  await withBob(async (policy, bob) => {
+    await run(policy, "echo 1 > /usr/note");
+    assertEquals(heldOverlayCount(), 1);
+    // This process's mount table (the host's namespace): no overlay, nothing under bob's layers.
+    const mounts = Deno.readTextFileSync("/proc/self/mountinfo");
+    assert(!/ - overlay /.test(mounts), mounts);
+    assert(!mounts.includes(bob.upper) && !mounts.includes(bob.work), mounts);
+  });
+});
+
 sandboxTest("someone else's upper never gets bob's held overlay", async () => {
   await withBob(async (policy) => {
     await run(policy, "echo bob > /usr/mine");
