@@ -21,9 +21,9 @@ static struct coop_spec spec;
  * do that after clone) — with the spec (a memfd), for a root invoker the workspace as an
  * idmapped mount, and when the byte is COOP_GO_TERMINAL the command's pty last. The init may
  * have waited here long before the command exists (src/sandbox/prestart.ts). Puts the spec at
- * COOP_FD_SPEC and the pty at COOP_FD_TERMINAL (setting *terminal), becomes the mapped uid/gid
- * 0 (the invoking user, or an unprivileged uid for root) and returns the workspace fd
- * (COOP_FD_WORKSPACE) or -1. */
+ * COOP_FD_SPEC, the pty at COOP_FD_TERMINAL (setting *terminal) and a held overlay at
+ * COOP_FD_HELD (setting *held to it, else to -1), becomes the mapped uid/gid 0 (the invoking
+ * user, or an unprivileged uid for root) and returns the workspace fd (COOP_FD_WORKSPACE) or -1. */
 static int wait_for_go(int *terminal, int *held) {
   char go = 0;
   struct coop_iovec iov = {&go, 1};

@@ -22,6 +22,7 @@ sandboxTest(
   "one upper mounted volatile many times: each command sees the last one's files",
   async () => {
     const env = await testEnvironment();
+    dropHeldOverlays(); // what an earlier test of this process held
     try {
       await withWorkspace(async (workspace) => {
         const bob = env.rootfs("bob");
@@ -53,6 +54,7 @@ sandboxTest(
 
 sandboxTest("a live session's work directory is removed when the session ends", async () => {
   const env = await testEnvironment();
+  dropHeldOverlays(); // what an earlier test of this process held
   try {
     await withWorkspace(async (workspace) => {
       const bob = env.rootfs("bob");
