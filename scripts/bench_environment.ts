@@ -44,7 +44,9 @@ async function main(): Promise<void> {
     const samples = new Map(variants.map(([name]) => [name, [] as number[]]));
     // Holding stays off for the fresh variant's runs (which drops the others' held overlays
     // too: their next round starts with a mount of its own).
-    const holding = (name: string, on: boolean) => name === FRESH && dropHeldOverlays(on);
+    const holding = (name: string, on: boolean) => {
+      if (name === FRESH) dropHeldOverlays(on);
+    };
     for (const [name, policy] of variants) {
       holding(name, false);
       for (let i = 0; i < 5; i++) await exec(policy, ["sh", "-c", "true"]); // warm-up

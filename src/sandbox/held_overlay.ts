@@ -57,10 +57,11 @@ export interface OverlayMount {
   /** A fresh mount whose init is asked to send it back to be held (`TAG.hold`). */
   hold: boolean;
   /**
-   * Once the init is reaped (`go`: its socket, still open): keeps what it sent back, or lets
-   * the held one be given out again — unless setup failed, which drops it.
+   * Once the init is reaped (`go`: its socket, still open; null when it never got its spec):
+   * keeps what it sent back, or lets the held one be given out again — unless setup failed,
+   * which drops it.
    */
-  settle(go: number, setupFailed: boolean): void;
+  settle(go: number | null, setupFailed: boolean): void;
   /** The sandbox never started: its fresh work directory goes, a held overlay stays. */
   abandon(): void;
 }
@@ -160,7 +161,7 @@ export function overlayMount(
     workdir,
     hold: holding,
     settle(go, setupFailed) {
-      const fd = holding ? lib.coop_recv_held(go) : -1;
+      const fd = holding && go !== null ? lib.coop_recv_held(go) : -1;
       if (fd >= 0 && !setupFailed) keep(lib, upper, fd, workdir, identity);
       else {
         if (fd >= 0) lib.coop_close(fd);

@@ -171,7 +171,7 @@ async function buildInit(
     tty?.closeMaster();
     tty?.terminal.socket.destroy();
     // A held overlay the init could not use is not given out again.
-    overlay?.settle(-1, error instanceof SandboxSetupError);
+    overlay?.settle(null, error instanceof SandboxSetupError);
     await proxy?.close();
     if (error instanceof SandboxSetupError) logSetupFailure(error, argv);
     throw error;
