@@ -116,8 +116,9 @@ sandboxTest("only fds 0, 1, 2 inside while the gateway holds files and sockets",
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   try {
     // A fresh process shows what is inherited (the shell itself may hold fds while redirecting).
+    // Look only once it sleeps: from exec until then, ld.so and setlocale open fd 3 briefly.
     const r = await sh(
-      'sleep 5 & p=$!; until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do :; done; ls /proc/$p/fd; kill $p',
+      'sleep 5 & p=$!; until read -r _ c s _ < /proc/$p/stat && [ "$c $s" = "(sleep) S" ]; do :; done; ls /proc/$p/fd; kill $p',
     );
     assertEquals(r.stdout, "0\n1\n2\n");
   } finally {
