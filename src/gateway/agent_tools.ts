@@ -5,7 +5,7 @@
  * @module
  */
 import type { AgentTool, ExecuteTool } from "../agent/agent_loop.ts";
-import type { ToolName } from "../trust/tool_names.ts";
+import { COMMAND_TOOL_NAMES, type ToolName } from "../trust/tool_names.ts";
 import { decide, type Principal, type Situation } from "../trust/authorization.ts";
 import type { ToolFile } from "../tools/tool_contract.ts";
 import type { ToolCall, ToolCallOutcome, ToolExecutor } from "../tools/tool_executor.ts";
@@ -99,7 +99,10 @@ export function executorTool(executor: ToolExecutor, turn: TurnBinding): Execute
     const loweredByFile = outcome.readFrom
       ? taint.readFile(String((args as { path?: unknown }).path), outcome.readFrom)
       : false;
-    const ran = outcome.decision?.allowed === true;
+    // A command ran when it has an exit code: without one its sandbox never started (or the
+    // call was refused on the way), and "sandboxed" would claim a run that did not happen.
+    const ran = outcome.decision?.allowed === true &&
+      (!(COMMAND_TOOL_NAMES as readonly string[]).includes(name) || outcome.exitCode !== undefined);
     const note = taintNote(outcome, lowered.length > 0 || loweredByFile, taint);
     return {
       content: redact(note ? `${outcome.content}\n[${note}]` : outcome.content, name),

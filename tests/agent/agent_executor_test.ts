@@ -28,6 +28,7 @@ const situation = { channel: "http", ceiling: null, contributors: [], sandboxEna
 
 async function withExecutor(
   fn: (executor: ToolExecutor, sandboxCalls: Array<[string[], ExecOptions]>) => Promise<void>,
+  sandboxed: () => Promise<typeof SANDBOXED_ID> = () => Promise.resolve(SANDBOXED_ID),
 ): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-agent-" }));
   const config = parseConfig(CONFIG, join(dir, "coop.toml"), dir);
@@ -36,7 +37,7 @@ async function withExecutor(
     env: { PATH: "/usr/bin:/bin" },
     sandbox: (_policy, argv, options) => {
       sandboxCalls.push([argv, options]);
-      return Promise.resolve(SANDBOXED_ID);
+      return sandboxed();
     },
   });
   try {
@@ -147,6 +148,39 @@ Deno.test("carol (familiar) is offered no bash, and a bash call anyway never run
       assertEquals(sandboxCalls.length, 0);
       assertEquals(result.tools, [{ name: "bash", sandboxed: false, exitCode: null }]);
     });
+  });
+});
+
+Deno.test("a bash call whose sandbox could not start is reported as not run, with no exit code", async () => {
+  const format = WIRE_FORMATS[0];
+  const script = [
+    format.toolCall("t1", "bash", ['{"command":"id"}']),
+    format.text(["It did not run."]),
+  ];
+  const refused = () => Promise.reject(new Error("clone3: Operation not permitted"));
+  await withScriptedServer(script, async (server) => {
+    await withExecutor(async (executor, sandboxCalls) => {
+      const bob: Principal = { name: "bob", trust: "full" };
+      const events: unknown[] = [];
+      const result = await runTurn({
+        provider: createProvider({ name: "p", kind: format.kind, base_url: server.url }),
+        model: "m",
+        system: "sys",
+        history: [],
+        userText: "run id",
+        tools: allowedTools(executor, bob, situation),
+        executeTool: executorTool(executor, { taint: new TurnTaint(bob, situation) }),
+        maxIterations: 5,
+        onEvent: (e) => e.type === "tool_end" && events.push(e),
+      });
+      assertEquals(sandboxCalls.length, 1, "the sandbox was asked");
+      assertEquals(result.tools, [{ name: "bash", sandboxed: false, exitCode: null }]);
+      assertEquals(events, [
+        { type: "tool_end", name: "bash", sandboxed: false, exitCode: null, isError: true },
+      ]);
+      const told = JSON.stringify(format.messages(server.requests[1].body).at(-1));
+      assert(told.includes("the sandbox could not start, so the command did not run"), told);
+    }, refused);
   });
 });
 
