@@ -107,8 +107,12 @@ Deno.test("cancelled while waiting for the headers or mid-body: closed, never se
   }, async (url, requests) => {
     const { dial, sockets } = recording();
     const waiting = new AbortController();
-    setTimeout(() => waiting.abort(new Error("stop waiting")), 50);
-    const waited = await assertRejects(() => open(url, dial, waiting.signal), Error);
+    const pending = open(url, dial, waiting.signal);
+    // Cancel once the server holds the request: a timer alone could fire before it was sent
+    // (a stalled process), and the server would then number the next request 0.
+    while (requests() < 1) await pause(5);
+    waiting.abort(new Error("stop waiting"));
+    const waited = await assertRejects(() => pending, Error);
     assertEquals(waited.message, "stop waiting");
     const reading = new AbortController();
     const response = await open(url, dial, reading.signal);

@@ -80,7 +80,7 @@ Deno.test("a turn's model calls reuse one connection; a timed-out one is never r
       return defaultDialer(target);
     };
     const provider = createProvider(
-      { name: "p", kind: format.kind, base_url: server.url, first_byte_timeout: 200 },
+      { name: "p", kind: format.kind, base_url: server.url, first_byte_timeout: 1000 },
       { retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 }, http: { dial } },
     );
     const turn = turnOptions(provider, {

@@ -74,7 +74,7 @@ for (const end of ["cancel", "timeout"] as const) {
         `sleep 300 & echo $$ $! > ${pids}; wait`,
         options({
           signal: abort.signal,
-          timeoutMs: end === "timeout" ? 1500 : 20_000,
+          timeoutMs: end === "timeout" ? 3000 : 20_000,
         }),
       );
       const [shell, sleep] = await waitFor(() => {
