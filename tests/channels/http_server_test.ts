@@ -80,7 +80,7 @@ Deno.test("an idle connection and a half-sent request are closed at headers_time
     const half = await connect(server.addr.port, "POST /v1/messages HTTP/1.1\r\nHost: x\r\n");
     const [a, b] = await Promise.all([untilClosed(idle), untilClosed(half)]);
     for (const { ms, text } of [a, b]) {
-      assert(ms >= 295 && ms < 1_500, `closed after ${ms} ms, wanted ~300`);
+      assert(ms >= 295 && ms < 3_000, `closed after ${ms} ms, wanted ~300`);
       assertEquals(text, "");
     }
     assertEquals(server.connections(), 0);
@@ -91,17 +91,19 @@ Deno.test("an idle connection and a half-sent request are closed at headers_time
 
 Deno.test("a body that trickles in is cut off at request_timeout; a finished one is served", async () => {
   const seen: string[] = [];
+  // The head deadline far from the request's: a stalled process reads the head late, and at
+  // 300 ms its deadline would close the connection first.
   const server = serve(async (request) => {
     seen.push(await request.text());
     return new Response("done");
-  });
+  }, { headersTimeoutMs: 1_000, requestTimeoutMs: 2_000 });
   try {
     const slow = await connect(
       server.addr.port,
       "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nstart",
     );
-    const { ms } = await untilClosed(slow);
-    assert(ms >= 595 && ms < 2_000, `closed after ${ms} ms, wanted ~600`);
+    const { ms } = await untilClosed(slow, 8_000);
+    assert(ms >= 1_995 && ms < 6_000, `closed after ${ms} ms, wanted ~2,000`);
     assertEquals(seen, [], "the handler never got a body that did not arrive");
     const whole = await connect(server.addr.port);
     const reply = await roundTrip(

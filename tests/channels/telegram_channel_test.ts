@@ -9,6 +9,7 @@ import { TurnRefusedError } from "../../src/errors/turn_refused.ts";
 import { openStateDb } from "../../src/state/state_db.ts";
 import type { IncomingMessage, TurnHandler, TurnOutcome } from "../../src/gateway/turn_handler.ts";
 import { FAKE_BOT, type FakeBotApi, startFakeBotApi } from "./fixtures/fake_bot_api.ts";
+import { until } from "../sandbox/harness.ts";
 import { TelegramBotApi } from "../../src/channels/telegram/bot_api.ts";
 import { ChannelInbox } from "../../src/state/channel_inbox.ts";
 
@@ -71,7 +72,9 @@ Deno.test("telegram: a private message reaches the gateway as telegram:<user id>
     assertEquals(seen[0].sender, "4242");
     assertEquals(seen[0].senderName, "Bob");
     assertEquals(seen[0].group, undefined);
-    assert(api.sent.some((s) => s.method === "sendChatAction" && s.text === "typing"));
+    // "typing" is sent without waiting for it, just before the reply: it may arrive after it.
+    const typing = () => api.sent.some((s) => s.method === "sendChatAction" && s.text === "typing");
+    assert(await until(typing, 10_000), "no typing action was sent");
   });
 });
 

@@ -105,7 +105,7 @@ async function withSessionGateway(
 }
 
 const SERVE = "cd /work && python3 -m http.server 8000 >/dev/null 2>&1 & echo serving";
-const FETCH = "for i in $(seq 100); do curl -sf http://127.0.0.1:8000/page.txt && exit 0; " +
+const FETCH = "for i in $(seq 300); do curl -sf http://127.0.0.1:8000/page.txt && exit 0; " +
   "sleep 0.05; done; exit 1";
 
 sandboxTest(
@@ -164,15 +164,15 @@ sandboxTest(
         const stop = await coop("sandbox", "stop", s2.id, "--config", file);
         assertEquals(stop.code, 0, stop.stderr);
         assert(ended(s2.pid), "the stopped init is gone");
-        assert(await waitFor(() => gateway.sessionSandboxes.size === 1, 3000), "forgotten");
+        assert(await waitFor(() => gateway.sessionSandboxes.size === 1, 15_000), "forgotten");
         const unknown = await coop("sandbox", "stop", "nosuchid", "--config", file);
         assertEquals(unknown.code, 1);
 
         // /clear ends s1's sandbox and its server.
         const s1pid = live.find((s) => s.session === "http:s1")!.pid;
         gateway.clearSession("http", "bob", "s1");
-        assert(await waitFor(() => ended(s1pid), 3000), "the cleared session's init is gone");
-        assert(await waitFor(() => listLiveSandboxes(stateDir).length === 0, 3000));
+        assert(await waitFor(() => ended(s1pid), 15_000), "the cleared session's init is gone");
+        assert(await waitFor(() => listLiveSandboxes(stateDir).length === 0, 15_000));
         assertEquals(gateway.sessionSandboxes.size, 0);
       },
     );
@@ -206,7 +206,7 @@ sandboxTest(
         const next = reparse('network = "public"\n');
         gateway.reconfigure(next, configChanges(config, next));
         assert(
-          await waitFor(() => ended(bobPid), 5000),
+          await waitFor(() => ended(bobPid), 15_000),
           "bob's sandbox, started under the old policy, ended",
         );
         assertEquals(
@@ -261,7 +261,7 @@ sandboxTest(
         const next = reparse('network = "public"\n');
         gateway.reconfigure(next, configChanges(config, next));
         assert(
-          await waitFor(() => ended(bobPid), 5000),
+          await waitFor(() => ended(bobPid), 15_000),
           "bob's group sandbox, started under the old policy, ended",
         );
         assertEquals(listLiveSandboxes(config.agent.stateDir).map((s) => s.user), ["carol"]);
