@@ -113,8 +113,12 @@ static int serve_request(struct coop_spec *spec) {
     count = (int)((cmsg.len - COOP_CMSG_HEADER) / sizeof(int));
   if (req[0] == COOP_OP_SIGNAL) {
     for (int i = 0; i < count; i++) SYS1(__NR_close, cmsg.fds[i]);
-    for (int i = 0; i < COOP_SESSION_SLOTS; i++)
-      if (slots[i].pid && slots[i].id == req[1]) SYS2(__NR_kill, -slots[i].pid, req[2]);
+    for (int i = 0; i < COOP_SESSION_SLOTS; i++) {
+      if (!slots[i].pid || slots[i].id != req[1]) continue;
+      /* A child that has not reached its setsid() yet leads no group, and a signal to the
+       * group would be lost (ESRCH): until it execs it is the only process to signal. */
+      if (SYS2(__NR_kill, -slots[i].pid, req[2]) == -ESRCH) SYS2(__NR_kill, slots[i].pid, req[2]);
+    }
     return 0;
   }
   int slot = free_slot();

@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { SessionEndedError, startSession } from "../../src/sandbox/session.ts";
-import { sandboxTest, withWorkspace } from "./harness.ts";
+import { SANDBOX_TESTS, sandboxTest, withWorkspace } from "./harness.ts";
 
 /** Whether host pid `pid` is gone (or a zombie nobody will run again). */
 function ended(pid: number): boolean {
@@ -80,6 +80,49 @@ sandboxTest("a command that leaves a child holding its stdout returns when it ex
     } finally {
       await session.stop();
     }
+  });
+});
+
+/** strace, to hold a command between its clone and its setsid(); absent, that test is skipped. */
+const STRACE = ["/usr/bin/strace", "/bin/strace"].find((path) => {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+});
+if (!STRACE && SANDBOX_TESTS) {
+  console.log("session early-signal test skipped: no strace (apt-get install strace)");
+}
+
+sandboxTest({
+  name: "a timeout that fires before the command's setsid() still ends it; the session stays",
+  ignore: !STRACE,
+}, async () => {
+  // The init signals a command's process group; a child still before its setsid() leads none,
+  // and the signal was lost (ESRCH): the session was stopped as hung 2 s later. strace holds
+  // every setsid() 0.8 s, past the 300 ms timeout.
+  await withWorkspace(async (workspace) => {
+    const fixture = new URL("../fixtures/session_early_signal.ts", import.meta.url).pathname;
+    const trace = await Deno.makeTempFile({ prefix: "coop-setsid-trace-" });
+    const out = await new Deno.Command(STRACE!, {
+      args: [
+        ...["-f", "--seccomp-bpf", "-o", trace, "-e", "trace=setsid"],
+        ...["-e", "inject=setsid:delay_enter=800000"],
+        ...[Deno.execPath(), "run", "--allow-all", "--quiet", fixture, workspace],
+      ],
+      stdin: "null",
+    }).output();
+    const text = new TextDecoder();
+    const stdout = text.decode(out.stdout), stderr = text.decode(out.stderr);
+    assertEquals(out.code, 0, stdout + stderr);
+    // The race was really set up: the commands' setsid() calls were held.
+    const traced = await Deno.readTextFile(trace).finally(() => Deno.remove(trace));
+    assertMatch(traced, /setsid.*\(DELAYED\)/);
+    assertEquals(JSON.parse(stdout), {
+      slow: { timedOut: true, signal: "SIGKILL", exitCode: 137 },
+      next: { exitCode: 0, stdout: "still here\n" },
+    });
   });
 });
 
@@ -219,8 +262,10 @@ sandboxTest(
 sandboxTest("stopping a session ends the command it runs; later commands are refused", async () => {
   await withWorkspace(async (workspace) => {
     const session = await startSession({ workspace, network: "none" });
-    const running = session.exec(["sleep", "1000"]);
-    await new Promise((r) => setTimeout(r, 200));
+    // A unique duration marks the command: stop once it runs, not after a guessed delay.
+    const marker = String(3_000_000 + Math.floor(Math.random() * 1_000_000));
+    const running = session.exec(["sleep", marker]);
+    assert(await waitFor(() => hostPidsWith(marker).length > 0, 10_000), "sleep never started");
     await session.stop();
     const r = await running;
     assertEquals([r.signal, r.exitCode], ["SIGKILL", 137]);
