@@ -5,7 +5,7 @@ import { startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
 import { decide } from "../../src/sandbox/proxy/proxy_decision.ts";
 import { Allowlist } from "../../src/sandbox/proxy/allowlist.ts";
 import { parseSocketAddress } from "../../src/sandbox/proxy/address_policy.ts";
-import { relayThreads } from "../sandbox/harness.ts";
+import { relayThreads, relayThreadsSettleAt } from "../sandbox/harness.ts";
 
 /** Sends `request` to the proxy and returns everything it answers until it closes. */
 async function ask(socketPath: string, request: string): Promise<string> {
@@ -237,7 +237,10 @@ Deno.test({
       // An open tunnel and a connection that never finishes its head, both open at close().
       await established(tunnel);
       await idle.write(encoder.encode("CONNECT allowed.test"));
-      assertEquals(relayThreads(), 3, "an acceptor and one thread per open connection");
+      assert(
+        await relayThreadsSettleAt(3),
+        `an acceptor and one thread per open connection: ${relayThreads()}`,
+      );
       // The body arrives in the same write as the head: the relay sends it on after the head.
       const body = "x".repeat(100_000);
       const post = await ask(
@@ -261,7 +264,7 @@ Deno.test({
     assert(idleEnd === null || idleEnd === "reset", `the idle connection read ${idleEnd}`);
     tunnel.close();
     idle.close();
-    assertEquals(relayThreads(), 0, "close() joins every relay thread");
+    assert(await relayThreadsSettleAt(0), `close() joins every relay thread: ${relayThreads()}`);
   },
 });
 
@@ -291,7 +294,7 @@ Deno.test({
     answer(["127.0.0.1"]);
     await closing;
     assertEquals(await reply, "", "the connection was ended without an answer");
-    assertEquals(relayThreads(), 0);
+    assert(await relayThreadsSettleAt(0), `relay threads: ${relayThreads()}`);
   },
 });
 
@@ -333,7 +336,10 @@ Deno.test({
         assertMatch(answer, /^HTTP\/1\.1 503 Service Unavailable\r\n/);
         assertMatch(answer, /this sandbox already has 8 connections open through its proxy/);
       }
-      assertEquals(relayThreads(), 1 + 8, "the acceptor and one thread per admitted connection");
+      assert(
+        await relayThreadsSettleAt(1 + 8),
+        `the acceptor and one thread per admitted connection: ${relayThreads()}`,
+      );
       // The count arrives on the relay's event pipe, just after the client's 503.
       for (let i = 0; i < 100 && proxy.refusedConnections < 192; i++) {
         await new Promise((r) => setTimeout(r, 10));
@@ -358,7 +364,7 @@ Deno.test({
       for (const conn of conns) conn.close();
       await proxy.close();
     }
-    assertEquals(relayThreads(), 0);
+    assert(await relayThreadsSettleAt(0), `relay threads: ${relayThreads()}`);
   },
 });
 

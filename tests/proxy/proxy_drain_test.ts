@@ -1,8 +1,8 @@
 // PolicyProxy.drain(): what a sandbox sent before it ended is decided before its result reads
 // the denials (running_sandbox.ts), even when nobody is left to read the answers.
-import { assertEquals } from "../assert.ts";
+import { assert, assertEquals } from "../assert.ts";
 import { startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
-import { relayThreads } from "../sandbox/harness.ts";
+import { relayThreads, relayThreadsSettleAt } from "../sandbox/harness.ts";
 
 Deno.test({
   name: "proxy: drain() decides every request queued when the clients are gone",
@@ -34,6 +34,6 @@ Deno.test({
     } finally {
       await proxy.close();
     }
-    assertEquals(relayThreads(), 0, "close() joins every relay thread");
+    assert(await relayThreadsSettleAt(0), `close() joins every relay thread: ${relayThreads()}`);
   },
 });

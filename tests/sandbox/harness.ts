@@ -88,6 +88,14 @@ export function relayThreads(): number {
   }).length;
 }
 
+/**
+ * Waits up to `ms` for exactly `count` relay threads: a thread `close()` joined stays listed in
+ * /proc/self/task for a moment after pthread_join returns, until the kernel releases it.
+ */
+export function relayThreadsSettleAt(count: number, ms = 2000): Promise<boolean> {
+  return until(() => relayThreads() === count, ms);
+}
+
 /** Open fds, threads and zombie children of this process. */
 export function processFootprint(): { fds: number; threads: number; zombies: number } {
   const { fds, threads } = fdsAndThreads();

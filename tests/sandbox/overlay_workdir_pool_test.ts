@@ -124,8 +124,15 @@ poolTest(
         const policy = JSON.stringify({ workspace, rootfs: bob });
         const mod = JSON.stringify(new URL("../../src/sandbox/mod.ts", import.meta.url).href);
         // One command, then SIGKILL once its pool is made: nothing of it is awaited or removed.
+        const held = JSON.stringify(
+          new URL("../../src/sandbox/held_overlay.ts", import.meta.url).href,
+        );
+        // Holding off there too, as in this process (poolTest): a held overlay keeps its
+        // sandbox's directory, and the pool would show only when it is dropped, 30 s later.
         const script = `
         import { exec } from ${mod};
+        import { dropHeldOverlays } from ${held};
+        dropHeldOverlays(false);
         const policy = ${policy};
         await exec(policy, ["sh", "-c", ":"]);
         while ([...Deno.readDirSync(policy.rootfs.work)].length < ${POOL_SIZE}) {
@@ -149,8 +156,13 @@ poolTest(
         // Where it had cgroups (its idle init's, made ahead), the sweep `coop start` runs
         // removes them too; left, they piled up over CI runs on this machine (hundreds).
         const dead = `/coop-${new TextDecoder().decode(child.stdout).trim()}-`;
-        const swept = sweepDeadSandboxCgroups();
-        assertEquals(swept.kept.filter((dir) => dir.includes(dead)), []);
+        // Its idle init ends on its go socket's EOF; until it has, its cgroup is busy (EBUSY).
+        let kept: string[] = [];
+        await until(() => {
+          kept = sweepDeadSandboxCgroups().kept.filter((dir) => dir.includes(dead));
+          return kept.length === 0;
+        }, 5_000);
+        assertEquals(kept, []);
       });
     } finally {
       await upperSyncsSettled();

@@ -208,14 +208,18 @@ sandboxTest("no idle init outlives the gateway that started it", async () => {
       JSON.stringify(new URL("../../src/sandbox/mod.ts", import.meta.url).href)
     };
       await exec({ workspace: ${JSON.stringify(workspace)} }, ["true"]);
-      const idle = [];
-      for (const e of Deno.readDirSync("/proc")) {
-        if (!/^\\d+$/.test(e.name)) continue;
-        try {
-          const stat = Deno.readTextFileSync("/proc/" + e.name + "/stat");
-          const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-          if (stat.includes("(memfd:coop-init)") && ppid === Deno.pid) idle.push(Number(e.name));
-        } catch { /* exited */ }
+      // The next init may still be starting, and its name follows its exec: look until it shows.
+      let idle = [];
+      for (const deadline = Date.now() + 5000; idle.length === 0 && Date.now() < deadline;) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        for (const e of Deno.readDirSync("/proc")) {
+          if (!/^\\d+$/.test(e.name)) continue;
+          try {
+            const stat = Deno.readTextFileSync("/proc/" + e.name + "/stat");
+            const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+            if (stat.includes("(memfd:coop-init)") && ppid === Deno.pid) idle.push(Number(e.name));
+          } catch { /* exited */ }
+        }
       }
       console.log(JSON.stringify(idle));
     `;

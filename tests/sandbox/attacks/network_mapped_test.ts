@@ -5,7 +5,7 @@
 import { hostNetwork } from "../../../src/sandbox/mod.ts";
 import type { IpAddress } from "../../../src/sandbox/proxy/address_policy.ts";
 import { assert, assertEquals, assertMatch } from "../../assert.ts";
-import { fdsAndThreads, relayThreads } from "../harness.ts";
+import { fdsAndThreads, relayThreads, relayThreadsSettleAt } from "../harness.ts";
 import { echoServer, recordingResolver } from "../proxy_fixture.ts";
 import { type Attack, attackSuite, keyValues, python } from "./attack_table.ts";
 
@@ -290,7 +290,7 @@ print("refused=%d" % refused)
 print("waiting=%d" % waiting)
 print("closed=%d" % closed)
 print("body=" + sample.decode().split("\\r\\n\\r\\n", 1)[-1].strip())`),
-    expect: (r) => {
+    expect: async (r) => {
       clearInterval(sampler);
       const out = keyValues(r.stdout);
       assertEquals(r.exitCode, 0, r.stderr);
@@ -315,7 +315,7 @@ print("body=" + sample.decode().split("\\r\\n\\r\\n", 1)[-1].strip())`),
         `threads ${before.threads} → ${peak.threads}`,
       );
       assert(peak.fds <= before.fds + 64 + 32, `fds ${before.fds} → ${peak.fds}`);
-      assertEquals(relayThreads(), 0, "every relay thread was joined");
+      assert(await relayThreadsSettleAt(0), `every relay thread was joined: ${relayThreads()}`);
       const after = fdsAndThreads();
       assert(after.threads <= before.threads + 16, `threads ${before.threads} → ${after.threads}`);
       // A few fds stay for good after this process's first sandbox (the library, the reaper);
