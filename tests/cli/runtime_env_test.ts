@@ -43,7 +43,12 @@ function gatewayEnviron(pid: number): Record<string, string> {
       );
     }
     for (const tid of Deno.readDirSync(`/proc/${next}/task`)) {
-      const children = Deno.readTextFileSync(`/proc/${next}/task/${tid.name}/children`).trim();
+      let children = "";
+      try {
+        children = Deno.readTextFileSync(`/proc/${next}/task/${tid.name}/children`).trim();
+      } catch {
+        continue; // the runtime's idle pool threads exit while we look
+      }
       if (children) queue.push(...children.split(" ").map(Number));
     }
   }

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { existsSync } from "node:fs";
-import { sandboxTest, until } from "../sandbox/harness.ts";
+import { hostProcessesWith, markedSleep, sandboxTest, until } from "../sandbox/harness.ts";
 import { pairPerson } from "../fixtures/paired_person.ts";
 import { buildTestBase, writeBuiltManifest } from "../environments/environment_fixture.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
@@ -247,16 +247,28 @@ sandboxTest({
   name: `coop run: SIGTERM to coop ends the sandbox and restores the terminal${SKIP}`,
   ignore: !HAS_SCRIPT,
 }, async () => {
-  const s = await session(`run --user bob -- sh -c ${quote("echo ready; sleep 100")}`);
+  // A marked sleep, found by its command line on the whole host: once coop and script have
+  // exited it is no one's descendant any more, and only a search by marker can still see it.
+  const marker = markedSleep(100);
+  const sleeping = () =>
+    hostProcessesWith(marker).filter((pid) => {
+      try {
+        return Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith("sleep\0");
+      } catch {
+        return false;
+      }
+    });
+  const s = await session(`run --user bob -- sh -c ${quote(`echo ready; ${marker}`)}`);
   try {
     await s.waitFor(/ready/);
+    assert(await until(() => sleeping().length > 0, 10_000), "the sandbox's sleep never ran");
     const coop = descendants(s.child.pid).find((p) => p.cmdline.includes(`${MAIN} run`));
     assert(coop);
     Deno.kill(coop.pid, "SIGTERM");
     await s.waitFor(/coop-exit=143/);
     const { before, after } = await s.settings();
     assertEquals(after, before);
-    assert(!descendants(s.child.pid).some((p) => p.cmdline === "sleep 100 "));
+    assert(await until(() => sleeping().length === 0, 10_000), "the sandbox's sleep outlived coop");
   } finally {
     await finish(s);
   }

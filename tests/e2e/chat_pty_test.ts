@@ -6,7 +6,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
-import { hostProcessesWith, sandboxTest } from "../sandbox/harness.ts";
+import { hostProcessesWith, markedSleep, sandboxTest } from "../sandbox/harness.ts";
 import { coopToml } from "./coop_toml.ts";
 import { coopArgv, makeCoopHome } from "./gateway_process.ts";
 
@@ -93,7 +93,7 @@ class Terminal {
 sandboxTest(
   "e2e: the owner in coop chat (a real pty) runs bash on the host; Ctrl-C cancels",
   async () => {
-    const marker = `sleep 43.${Date.now() % 1000}`;
+    const marker = markedSleep(43);
     const script = [
       format.toolCall("t1", "bash", [JSON.stringify({ command: SHADOW })]),
       format.text(["Ran it ", "on your machine."]),

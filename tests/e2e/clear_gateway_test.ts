@@ -136,7 +136,7 @@ sandboxTest(
 );
 
 async function httpUrl(stderr: string): Promise<string> {
-  const match = /http channel on (http:\/\/\S+)/.exec(stderr);
+  const match = /http channel on (http:\/\/\S+)\n/.exec(stderr);
   assert(match, `no http address in:\n${stderr}`);
   return await Promise.resolve(match[1]);
 }

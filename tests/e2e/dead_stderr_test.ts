@@ -6,7 +6,7 @@
 import { assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
-import { hostProcessesWith, sandboxTest } from "../sandbox/harness.ts";
+import { hostProcessesWith, markedSleep, sandboxTest } from "../sandbox/harness.ts";
 import { coopToml, httpChannelToml } from "./coop_toml.ts";
 import {
   makeCoopHome,
@@ -22,7 +22,7 @@ const BOB = { BOB_TOKEN: "bob-secret" };
 sandboxTest(
   "e2e: SIGTERM mid-turn with a dead stderr (EPIPE): drained, tool result recorded, exit 0",
   async () => {
-    const marker = `sleep 43.${Date.now() % 1000}`;
+    const marker = markedSleep(43);
     const script = [
       ANTHROPIC.toolCall("c1", "bash", [JSON.stringify({ command: `${marker}; echo late` })]),
     ];

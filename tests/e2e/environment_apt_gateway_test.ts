@@ -147,7 +147,7 @@ sandboxTest({
       "/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/* && "
     : "";
   const install = sources +
-    "apt-get update -qq && apt-get install -y -qq hello >/dev/null && hello";
+    "apt-get -o Acquire::Retries=3 update -qq && apt-get -o Acquire::Retries=3 install -y -qq hello >/dev/null && hello";
   const script = [
     format.toolCall("c1", "bash", [JSON.stringify({ command: install, timeout: 600 })]),
     format.text(["installed"]),

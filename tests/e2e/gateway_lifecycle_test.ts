@@ -5,7 +5,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
-import { hostProcessesWith, sandboxTest } from "../sandbox/harness.ts";
+import { hostProcessesWith, markedSleep, sandboxTest } from "../sandbox/harness.ts";
 import { coopToml, httpChannelToml } from "./coop_toml.ts";
 import {
   type CoopHome,
@@ -97,7 +97,7 @@ sandboxTest(
 sandboxTest(
   "e2e: SIGTERM drains: the running sandbox is killed, the caller gets 503, exit 0",
   async () => {
-    const marker = `sleep 41.${Date.now() % 1000}`;
+    const marker = markedSleep(41);
     const script = [
       format.toolCall("c1", "bash", [JSON.stringify({ command: `${marker}; echo late` })]),
     ];

@@ -122,7 +122,8 @@ export async function startGateway(
     const decoder = new TextDecoder();
     for await (const chunk of child.stderr) {
       text += decoder.decode(chunk, { stream: true });
-      const match = /http channel on (http:\/\/\S+)/.exec(text);
+      // To the line's end: a chunk may end inside the address.
+      const match = /http channel on (http:\/\/\S+)\n/.exec(text);
       if (match) announce(match[1]);
       if (match && options.closeStderrWhenListening) break; // cancels the stream: pipe closed
     }

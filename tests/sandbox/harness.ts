@@ -59,6 +59,14 @@ export function hostProcessesWith(marker: string): number[] {
   return found;
 }
 
+/**
+ * A `sleep` command to find with `hostProcessesWith`: `seconds` and six random decimals, always
+ * six, so that no other test's marker (one left running by a failed test) contains it.
+ */
+export function markedSleep(seconds: number): string {
+  return `sleep ${seconds}.${String(Math.floor(Math.random() * 1e6)).padStart(6, "0")}`;
+}
+
 /** Polls `condition` every 20 ms for up to `ms`; returns whether it became true. */
 export async function until(condition: () => boolean, ms: number): Promise<boolean> {
   const deadline = performance.now() + ms;
