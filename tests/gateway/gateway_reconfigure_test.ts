@@ -8,7 +8,8 @@ import { commandResult } from "../fixtures/command_result.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { routeMessage } from "../../src/gateway/router.ts";
-import { assertEquals } from "../assert.ts";
+import { assert, assertEquals } from "../assert.ts";
+import { until } from "../sandbox/harness.ts";
 import { withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { coopToml } from "../e2e/coop_toml.ts";
@@ -45,7 +46,7 @@ Deno.test("gateway: a reload applies to the next turn; the turn in flight keeps 
       });
       try {
         const first = gateway.handle({ channel: "http", sender: "bob", text: "run it" });
-        while (calls === 0) await new Promise((r) => setTimeout(r, 5));
+        assert(await until(() => calls > 0, 20_000), "the turn never reached its tool call");
         gateway.reconfigure(parseConfig(text("familiar"), file, dir));
         release();
         const firstOutcome = await first;

@@ -7,6 +7,7 @@ import { commandResult } from "../fixtures/command_result.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
+import { until } from "../sandbox/harness.ts";
 import { type ScriptedReply, withScriptedServer } from "../agent/scripted_server.ts";
 import { ANTHROPIC } from "../agent/wire_formats.ts";
 import { coopToml } from "../e2e/coop_toml.ts";
@@ -189,7 +190,7 @@ Deno.test("gateway: drain cancels the turn in flight and refuses new ones", asyn
       session: "d1",
       onEvent: (event) => event.type === "text" && (streamed += event.text),
     });
-    while (streamed === "") await new Promise((r) => setTimeout(r, 5));
+    assert(await until(() => streamed !== "", 20_000), "the turn never streamed");
     await gateway.drain();
     const error = await turn.catch((e) => e);
     assertEquals(error.code, "gateway.shutdown");
