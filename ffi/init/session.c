@@ -116,8 +116,12 @@ static int serve_request(struct coop_spec *spec) {
     for (int i = 0; i < COOP_SESSION_SLOTS; i++) {
       if (!slots[i].pid || slots[i].id != req[1]) continue;
       /* A child that has not reached its setsid() yet leads no group, and a signal to the
-       * group would be lost (ESRCH): until it execs it is the only process to signal. */
-      if (SYS2(__NR_kill, -slots[i].pid, req[2]) == -ESRCH) SYS2(__NR_kill, slots[i].pid, req[2]);
+       * group would be lost (ESRCH): until it execs it is the only process to signal. Should
+       * its setsid() come between the two calls, the group gets the signal once more. */
+      if (SYS2(__NR_kill, -slots[i].pid, req[2]) == -ESRCH) {
+        SYS2(__NR_kill, slots[i].pid, req[2]);
+        SYS2(__NR_kill, -slots[i].pid, req[2]);
+      }
     }
     return 0;
   }
