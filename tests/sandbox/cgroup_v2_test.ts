@@ -75,8 +75,9 @@ v2Test(
   async (parent) => {
     await withWorkspace(async (workspace) => {
       const script = "cat /proc/self/cgroup; sleep 30 & sleep 30 & sleep 30";
+      // Long enough to see the cgroup filled on a loaded machine before the timeout empties it.
       const running = exec({ workspace }, ["sh", "-c", script], {
-        timeoutMs: 1500,
+        timeoutMs: 4000,
         cgroupHost: delegated(parent),
       });
       // While it runs: one cgroup, holding the init, the shell and its sleeps (another one
@@ -91,7 +92,7 @@ v2Test(
             if (procs.length >= 4) return true;
           }
           return false;
-        }, 1400),
+        }, 3500),
         `the sandbox's cgroup holds ${procs.length} processes`,
       );
       const r = await running;

@@ -57,7 +57,11 @@ sandboxTest("cpu: a background process killed by the sandbox's teardown is count
   const ticks = await clockTicks();
   await withWorkspace(async (workspace) => {
     // The spinner outlives the command; the init's exit kills it, and its time must still count.
-    const script = `(${SPIN_AND_RECORD("/work/bg")}) & sleep 0.6; exit 0`;
+    // The command ends once the spinner has recorded 10 clock ticks of CPU (or after 20 s): a
+    // fixed wait gave a starved spinner too little.
+    const script = `(${SPIN_AND_RECORD("/work/bg")}) & end=$(($(date +%s) + 20))
+until [ -e /work/bg ] && read -r _ _ _ _ _ _ _ _ _ _ _ _ _ u s _ < /work/bg &&
+  [ $((u + s)) -ge 10 ]; do [ "$(date +%s)" -ge "$end" ] && break; sleep 0.05; done; exit 0`;
     const r = await exec({ workspace }, ["sh", "-c", script], { timeoutMs: 30_000 });
     assertEquals(r.exitCode, 0, r.stderr);
     const background = statCpuMs(await Deno.readTextFile(`${workspace}/bg`), ticks);

@@ -192,7 +192,7 @@ sandboxTest("a CPU burn is killed at the timeout, with timedOut reported", async
   });
   assertEquals(r.timedOut, true);
   assertEquals(r.signal, "SIGKILL");
-  assert(performance.now() - started < 3000);
+  assert(performance.now() - started < 1000 + 5000); // killed at the timeout, with slack
 });
 
 sandboxTest("hygiene rlimits apply on every path and cannot be raised inside", async () => {

@@ -144,6 +144,8 @@ function coopState(): Attack {
   return {
     id: "E3",
     name: "gateway config and database",
+    // It walks the whole root, /usr included: seconds on a fresh machine's cold cache.
+    timeoutMs: 120_000,
     prepare: async () => {
       // A canary state directory the way a gateway would keep one, outside any workspace.
       state = await Deno.makeTempDir({ prefix: "coop-state-canary-" });

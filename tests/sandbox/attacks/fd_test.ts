@@ -107,7 +107,10 @@ for fd in map(int, sys.argv[1].split()):
     id: "D4",
     name: "fds opened before Landlock",
     needs: ["python3"],
-    script: `ls /proc/1/fd | tr '\\n' ' '; echo
+    // The init closes its copies of the command's stdio just after the fork, then only waits
+    // for signals (state S): look once it waits, or a stalled init still shows 0 1 2.
+    script: `until read -r _ _ s _ < /proc/1/stat && [ "$s" = S ]; do :; done
+ls /proc/1/fd | tr '\\n' ' '; echo
 ${
       python(`
 for fd in os.listdir("/proc/1/fd"):

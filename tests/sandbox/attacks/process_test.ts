@@ -221,7 +221,10 @@ if os.fork() == 0:
     os._exit(0)
 os.wait()`)
     }
-sleep 0.1; ps -eo comm=,args= | grep -c "^sleep *sleep ${tag}"`,
+# Each daemon execs sleep after its fork, in its own time: count until all four run.
+for i in $(seq 200); do
+  n=$(ps -eo comm=,args= | grep -c "^sleep *sleep ${tag}"); [ "$n" = 4 ] && break; sleep 0.05
+done; echo "$n"`,
     expect: (r) => {
       assertEquals(r.stdout, "4\n", "four daemons were running inside");
       assertEquals(r.exitCode, 0);

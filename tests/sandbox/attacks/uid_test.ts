@@ -67,7 +67,17 @@ async function withSleepingSandbox(
     const child = await spawnSandboxed({ ...policy, workspace }, ["sleep", marker]);
     try {
       assert(await until(() => hostProcessesWith(marker).length === 1, 10_000), "sleep started");
-      await fn(hostProcessesWith(marker)[0], child);
+      const [pid] = hostProcessesWith(marker);
+      // Asleep, not still in ld.so and setlocale right after its exec (state R or D).
+      const asleep = () => {
+        try {
+          return /\) S /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+        } catch {
+          return false;
+        }
+      };
+      assert(await until(asleep, 10_000), "sleep is sleeping");
+      await fn(pid, child);
     } finally {
       child.kill("SIGKILL");
       await child.status;
