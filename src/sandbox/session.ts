@@ -223,6 +223,8 @@ class LiveSession implements SessionSandbox {
     const unprotected = protectedNow.filter((path) => !this.init.protectedPaths.includes(path));
     if (unprotected.length > 0) throw new SessionOutdatedError(unprotected);
     if (!this.alive) throw new SessionEndedError("the session sandbox has ended");
+    // Cancelled while the scan ran: the abort listener below comes too late to see it.
+    options.signal?.throwIfAborted();
     const spec = buildCommandSpec(this.policy, argv, {
       env: options.env,
       cwd: options.cwd,
@@ -231,7 +233,7 @@ class LiveSession implements SessionSandbox {
     });
     const id = this.#nextId++;
     const started = performance.now();
-    const denialsBefore = proxy?.denials.length ?? 0;
+    const denialsBefore = proxy?.denialCount ?? 0;
     const refusedBefore = proxy?.refusedConnections ?? 0;
     const violationsBefore = this.init.cgroup?.violations();
     const fds = new Int32Array(3);
@@ -290,6 +292,7 @@ class LiveSession implements SessionSandbox {
       stderrText += `coop: ${argv[0]}: ${what} (${errnoName(command.refused)})\n`;
     }
     const after = this.init.cgroup?.violations();
+    const denied = (proxy?.denialCount ?? 0) - denialsBefore;
     const result: ExecResult = {
       ...decodeWaitStatus(waitStatus),
       timedOut,
@@ -303,7 +306,8 @@ class LiveSession implements SessionSandbox {
       limits: this.init.limits,
       cpu: { userMs: command.utimeMs, systemMs: command.stimeMs, measuredBy: "rusage" },
       disk: null,
-      proxyDenials: [...(proxy?.denials.slice(denialsBefore) ?? [])],
+      // This command's, the latest of them if more than the proxy keeps.
+      proxyDenials: denied > 0 ? proxy!.denials.slice(-denied) : [],
       proxyRefusedConnections: (proxy?.refusedConnections ?? 0) - refusedBefore,
     };
     log.debug("sandbox.session.exec {command} exit={exitCode} {durationMs}ms", {

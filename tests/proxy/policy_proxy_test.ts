@@ -1,7 +1,7 @@
 // The policy proxy on its own, spoken to over its unix socket as the sandbox's forwarder
 // would: no sandbox needed.
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
+import { MAX_KEPT_DENIALS, startPolicyProxy } from "../../src/sandbox/proxy/policy_proxy.ts";
 import { decide } from "../../src/sandbox/proxy/proxy_decision.ts";
 import { Allowlist } from "../../src/sandbox/proxy/allowlist.ts";
 import { parseSocketAddress } from "../../src/sandbox/proxy/address_policy.ts";
@@ -437,6 +437,28 @@ Deno.test({
     } finally {
       await proxy.close();
       await open.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "proxy: a sandbox refused without end keeps the latest denials only, and all are counted",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const proxy = await startPolicyProxy({ allowDomains: ["allowed.test"] });
+    try {
+      const total = MAX_KEPT_DENIALS + 5;
+      for (let i = 0; i < total; i++) {
+        const connect = `CONNECT h${i}.test:443 HTTP/1.1\r\n${auth(proxy.token)}\r\n`;
+        assertMatch(await ask(proxy.socketPath, connect), /^HTTP\/1\.1 403 /);
+      }
+      assertEquals(proxy.denialCount, total);
+      assertEquals(proxy.denials.length, MAX_KEPT_DENIALS);
+      assertEquals(proxy.denials[0].host, "h5.test");
+      assertEquals(proxy.denials.at(-1)!.host, `h${total - 1}.test`);
+    } finally {
+      await proxy.close();
     }
   },
 });

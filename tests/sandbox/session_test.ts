@@ -259,6 +259,26 @@ sandboxTest(
   },
 );
 
+sandboxTest("a command cancelled while the session checks the workspace never runs", async () => {
+  await withWorkspace(async (workspace) => {
+    const session = await startSession({ workspace, network: "none" });
+    try {
+      const cancel = new AbortController();
+      // exec() is past its first check and waits for the workspace scan when the cancel comes.
+      const running = session.exec(["sh", "-c", "echo ran > /work/ran"], {
+        signal: cancel.signal,
+      });
+      cancel.abort(new Error("cancelled"));
+      const error = await assertRejects(() => running, Error);
+      assertEquals(error.message, "cancelled");
+      const after = await session.exec(["sh", "-c", "test -e /work/ran && echo ran || echo no"]);
+      assertEquals(after.stdout, "no\n", "the cancelled command ran");
+    } finally {
+      await session.stop();
+    }
+  });
+});
+
 sandboxTest("stopping a session ends the command it runs; later commands are refused", async () => {
   await withWorkspace(async (workspace) => {
     const session = await startSession({ workspace, network: "none" });

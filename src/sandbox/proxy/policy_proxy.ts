@@ -81,8 +81,10 @@ export interface PolicyProxy {
   readonly socketPath: string;
   /** The secret the sandbox authenticates with (`Proxy-Authorization: Basic coop:<token>`). */
   readonly token: string;
-  /** Denials so far. */
+  /** The latest denials, at most `MAX_KEPT_DENIALS` (a live session's proxy lives for hours). */
   readonly denials: readonly ProxyDenial[];
+  /** Every denial so far, also those no longer kept in `denials`. */
+  readonly denialCount: number;
   /** Connections refused so far because `maxConnections` were open. */
   readonly refusedConnections: number;
   /**
@@ -93,6 +95,12 @@ export interface PolicyProxy {
   /** Stops listening, closes every open connection and removes the socket. */
   close(): Promise<void>;
 }
+
+/**
+ * Denials a proxy keeps: a loop in a live session can be refused a thousand times a second for
+ * hours, and each kept denial is memory of the gateway's.
+ */
+export const MAX_KEPT_DENIALS = 1000;
 
 /** Why a name lookup was refused (the denial's port is 0: no connection was attempted). */
 const LOOKUP_DENIED = "is not in the allowlist: the sandbox's resolver answered NXDOMAIN, " +
@@ -197,11 +205,14 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
   const dir = await mkdtemp(`${tmpdir()}/coop-proxy-`);
   const socketPath = `${dir}/proxy.sock`;
   const denials: ProxyDenial[] = [];
+  let denialCount = 0;
   const handlers = new Set<Promise<void>>();
 
   const deny = (client: RelayConnection, host: string, port: number, reason: string) => {
     const denial = { host, port, reason };
+    denialCount++;
     denials.push(denial);
+    if (denials.length > MAX_KEPT_DENIALS) denials.shift();
     options.onDenied?.(denial);
     client.reply(
       textResponse(403, "Blocked by Coop sandbox policy", denialBody(host, port, reason), {
@@ -320,6 +331,9 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     socketPath,
     token,
     denials,
+    get denialCount() {
+      return denialCount;
+    },
     get refusedConnections() {
       return relay?.refusedConnections ?? 0;
     },
