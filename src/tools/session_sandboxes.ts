@@ -25,6 +25,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { getLogger } from "@logtape/logtape";
+import { errorMessage } from "../errors/coop_error.ts";
 import {
   type ExecResult,
   type SandboxPolicyInput,
@@ -33,7 +34,12 @@ import {
   type SessionSandbox,
   startSession,
 } from "../sandbox/mod.ts";
-import { processStartTime, removeLiveSandbox, writeLiveSandbox } from "./live_sandbox_files.ts";
+import {
+  type LiveSandboxRecord,
+  processStartTime,
+  removeLiveSandbox,
+  writeLiveSandbox,
+} from "./live_sandbox_files.ts";
 import {
   CHARGE_EVERY_MS,
   chargeBackground,
@@ -227,7 +233,7 @@ export class SessionSandboxes {
     };
     this.#entries.set(k, entry);
     entry.finished = sandbox.then((live) => {
-      writeLiveSandbox(this.#stateDir, {
+      this.#list({
         id,
         pid: live.pid,
         pidStart: processStartTime(live.pid) ?? "",
@@ -247,7 +253,7 @@ export class SessionSandboxes {
       // However it ends — stop(), `coop sandbox stop`, the init dying — it is forgotten, and
       // what it did since the last command is charged and scanned.
       return live.ended.then(async () => {
-        removeLiveSandbox(this.#stateDir, id);
+        this.#unlist(id);
         clearTimeout(entry.idle);
         clearInterval(entry.meter);
         if (this.#entries.get(k) === entry) this.#entries.delete(k);
@@ -256,8 +262,41 @@ export class SessionSandboxes {
       });
     }, () => {
       if (this.#entries.get(k) === entry) this.#entries.delete(k);
+    }).catch((error) => {
+      // Its end's scan or charge failed: said here, since stop() and the timers that await
+      // this must not reject (an unhandled rejection would end the gateway).
+      log.error("sandbox.session.settle_failed {user} {id}: {error}", {
+        user: key.user,
+        id,
+        error: errorMessage(error),
+      });
     });
     return entry;
+  }
+
+  /**
+   * Lists a live sandbox for `coop sandbox ps` and `stop` (other processes). A state directory
+   * that cannot take the file (full, read-only) leaves it unlisted, never the gateway down.
+   */
+  #list(record: LiveSandboxRecord): void {
+    try {
+      writeLiveSandbox(this.#stateDir, record);
+    } catch (error) {
+      log.warn("sandbox.session.unlisted {id}: coop sandbox ps will not show it: {error}", {
+        id: record.id,
+        user: record.user,
+        error: errorMessage(error),
+      });
+    }
+  }
+
+  /** Removes a live sandbox's listing; one that cannot go is swept by the next `ps`. */
+  #unlist(id: string): void {
+    try {
+      removeLiveSandbox(this.#stateDir, id);
+    } catch (error) {
+      log.warn("sandbox.session.unlist_failed {id}: {error}", { id, error: errorMessage(error) });
+    }
   }
 
   /**
@@ -306,7 +345,7 @@ export class SessionSandboxes {
     clearTimeout(entry.idle);
     const sandbox = await entry.sandbox.catch(() => null);
     await sandbox?.stop();
-    removeLiveSandbox(this.#stateDir, entry.id);
+    this.#unlist(entry.id);
     await entry.finished;
   }
 

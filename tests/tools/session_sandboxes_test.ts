@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals, assertNotEquals } from "../assert.ts";
 import { SessionSandboxes } from "../../src/tools/session_sandboxes.ts";
-import { listLiveSandboxes } from "../../src/tools/live_sandbox_files.ts";
+import { listLiveSandboxes, liveSandboxDir } from "../../src/tools/live_sandbox_files.ts";
 import { sandboxTest, withWorkspace } from "../sandbox/harness.ts";
 import { removeTree } from "../sandbox/environment_fixture.ts";
 import { environmentWritesSettled } from "../../src/sandbox/mod.ts";
@@ -132,6 +132,34 @@ sandboxTest(
         // The pool's refill must end before the tree goes; overlayfs left work/work mode 000.
         await environmentWritesSettled();
         await removeTree(layers);
+      }
+    });
+  },
+);
+
+sandboxTest(
+  "a state directory that cannot list a live sandbox leaves it unlisted, the gateway up",
+  async () => {
+    await withWorkspace(async (workspace) => {
+      const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+      // A file where the listings' directory goes (as a full or read-only disk would): every
+      // listing fails. An unhandled rejection here would fail this test (and end a gateway).
+      await Deno.writeTextFile(liveSandboxDir(state), "");
+      const sessions = new SessionSandboxes(state);
+      try {
+        const policy = { workspace, network: "none" as const };
+        const first = await sessions.exec(key, policy, ["echo", "works"], {
+          idleTimeoutMs: 60_000,
+        });
+        assertEquals([first.exitCode, first.stdout], [0, "works\n"]);
+        const again = await sessions.exec(key, policy, ["true"], { idleTimeoutMs: 60_000 });
+        assertEquals(again.exitCode, 0);
+        assertEquals(sessions.size, 1);
+        await sessions.stop(key);
+        assertEquals(sessions.size, 0);
+      } finally {
+        await sessions.stopAll();
+        await Deno.remove(state, { recursive: true });
       }
     });
   },
