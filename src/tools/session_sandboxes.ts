@@ -26,6 +26,7 @@
 import { randomBytes } from "node:crypto";
 import { getLogger } from "@logtape/logtape";
 import { errorMessage } from "../errors/coop_error.ts";
+import { SerialQueue } from "../sandbox/serial_queue.ts";
 import {
   type ExecResult,
   type SandboxPolicyInput,
@@ -105,6 +106,8 @@ function keyOf(key: SessionKey): string {
 /** Live session sandboxes of one gateway, by chat session. */
 export class SessionSandboxes {
   readonly #entries = new Map<string, Entry>();
+  /** One person's sandboxes are found or started one at a time (see `#entryFor`). */
+  readonly #starts = new SerialQueue();
   readonly #stateDir: string;
   readonly #start: SessionStarter;
   readonly #chargeEveryMs: number;
@@ -191,7 +194,18 @@ export class SessionSandboxes {
     }
   }
 
-  async #entryFor(key: SessionKey, policy: SandboxPolicyInput): Promise<Entry> {
+  /**
+   * The live sandbox for `key`, started if need be. One person's calls take turns here: two at
+   * once would each start one (both past the lookup while the other awaits), and the one
+   * overwritten in the registry would live on unseen by the idle timeout, the cap and stopAll,
+   * holding its environment's upper. Displacing another session on the same upper and the
+   * person's cap are theirs alone too.
+   */
+  #entryFor(key: SessionKey, policy: SandboxPolicyInput): Promise<Entry> {
+    return this.#starts.after(key.user, () => this.#findOrStart(key, policy));
+  }
+
+  async #findOrStart(key: SessionKey, policy: SandboxPolicyInput): Promise<Entry> {
     const k = keyOf(key);
     const policyKey = JSON.stringify(policy);
     const existing = this.#entries.get(k);

@@ -164,3 +164,28 @@ sandboxTest(
     });
   },
 );
+
+sandboxTest("two calls of one session at once share one sandbox; stopAll leaves none", async () => {
+  await withWorkspace(async (workspace) => {
+    const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+    const sessions = new SessionSandboxes(state);
+    try {
+      const policy = { workspace, network: "none" as const };
+      const options = { idleTimeoutMs: 60_000 };
+      // Both pass the lookup before either has started one, unless they take turns.
+      const results = await Promise.all([
+        sessions.exec(key, policy, ["true"], options),
+        sessions.exec(key, policy, ["true"], options),
+      ]);
+      assertEquals(results.map((r) => r.exitCode), [0, 0]);
+      const live = listLiveSandboxes(state);
+      assertEquals(live.length, 1, "one sandbox for the session");
+      await sessions.stopAll();
+      assert(live.every((s) => ended(s.pid)), "stopAll leaves none");
+      assertEquals(listLiveSandboxes(state), []);
+    } finally {
+      await sessions.stopAll();
+      await Deno.remove(state, { recursive: true });
+    }
+  });
+});
