@@ -124,9 +124,12 @@ async function buildInit(
   );
   const proxied = policy.network === "proxy" || policy.network === "public";
   const proxy = proxied ? await startProxy(policy, ids, argv, options) : null;
-  const overlay = overlayOf(lib, policy, ids, changedHands);
+  // From here on a failure closes the proxy: a work directory that cannot be made (a full
+  // disk) left its relay thread, fds and socket directory behind, once per command.
+  let overlay: OverlayMount | null = null;
   let spec: Uint8Array;
   try {
+    overlay = overlayOf(lib, policy, ids, changedHands);
     spec = buildSpec(overlay ? withWorkdir(policy, overlay.workdir) : policy, argv, {
       env: options.env,
       cwd: options.cwd,
