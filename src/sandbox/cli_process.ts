@@ -46,6 +46,9 @@ export function toolEnv(): Record<string, string> {
   return { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", HOME: process.env.HOME ?? "/" };
 }
 
+/** After a kill, how long the output pipes may stay open (see `killGroup`). */
+const OUTPUT_GRACE_MS = 2000;
+
 /** Runs `path args…` and resolves when it has exited and its pipes are closed. */
 export function runCli(
   path: string,
@@ -74,12 +77,19 @@ export function runCli(
       return chunks;
     };
     const out = collect(child.stdout), err = collect(child.stderr);
+    let grace: ReturnType<typeof setTimeout> | undefined;
     const killGroup = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
       } catch {
         // already gone
       }
+      // A process that left the group (setsid, a daemon) survives the kill and may hold the
+      // output pipes open for good: stop reading them a moment later.
+      grace ??= setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }, OUTPUT_GRACE_MS);
     };
     const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
       timedOut = true;
@@ -91,6 +101,7 @@ export function runCli(
     child.on("error", (error) => (startError = error));
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(grace);
       options.signal?.removeEventListener("abort", killGroup);
       const stderr = Buffer.concat(err).toString("utf8");
       resolve({

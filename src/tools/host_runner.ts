@@ -29,23 +29,38 @@ export type HostArgvRunner = (
   options: HostRunOptions,
 ) => Promise<CommandResult>;
 
+/**
+ * After the kill, how long the output pipes may stay open: a process that left the command's
+ * group (`setsid`, a daemon) survives the kill and may hold them for good.
+ */
+const OUTPUT_GRACE_MS = 2000;
+
+/** Reads `stream` to its end, or until `stop` settles (what was read by then is kept). */
 async function collect(
   stream: ReadableStream<Uint8Array>,
   limit: number,
+  stop: Promise<void>,
 ): Promise<{ text: string; truncated: boolean }> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   let truncated = false;
-  // Keep draining past the cap so the child never blocks on a full pipe.
-  for await (const chunk of stream) {
-    if (size >= limit) {
-      truncated = true;
-      continue;
+  const reader = stream.getReader();
+  void stop.then(() => reader.cancel().catch(() => {}));
+  try {
+    // Keep draining past the cap so the child never blocks on a full pipe.
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      const chunk = read.value;
+      if (size >= limit) {
+        truncated = true;
+        continue;
+      }
+      const room = limit - size;
+      if (chunk.length > room) truncated = true;
+      chunks.push(chunk.subarray(0, room));
+      size += Math.min(chunk.length, room);
     }
-    const room = limit - size;
-    if (chunk.length > room) truncated = true;
-    chunks.push(chunk.subarray(0, room));
-    size += Math.min(chunk.length, room);
+  } finally {
+    reader.releaseLock();
   }
   return { text: new TextDecoder().decode(Buffer.concat(chunks, size)), truncated };
 }
@@ -74,12 +89,16 @@ export const runArgvOnHost: HostArgvRunner = async (argv, options) => {
     };
   }
   let timedOut = false;
+  let stopReading = () => {};
+  const stopped = new Promise<void>((resolve) => stopReading = resolve);
+  let grace: ReturnType<typeof setTimeout> | undefined;
   const kill = () => {
     try {
       Deno.kill(-child.pid, "SIGKILL");
     } catch {
       // Already exited between the timer (or the abort) firing and the kill.
     }
+    grace ??= setTimeout(stopReading, OUTPUT_GRACE_MS);
   };
   const timer = setTimeout(() => {
     timedOut = true;
@@ -88,8 +107,8 @@ export const runArgvOnHost: HostArgvRunner = async (argv, options) => {
   options.signal?.addEventListener("abort", kill, { once: true });
   try {
     const [stdout, stderr, status] = await Promise.all([
-      collect(child.stdout, options.maxOutputBytes),
-      collect(child.stderr, options.maxOutputBytes),
+      collect(child.stdout, options.maxOutputBytes, stopped),
+      collect(child.stderr, options.maxOutputBytes, stopped),
       child.status,
     ]);
     return {
@@ -103,6 +122,8 @@ export const runArgvOnHost: HostArgvRunner = async (argv, options) => {
     };
   } finally {
     clearTimeout(timer);
+    clearTimeout(grace);
+    stopReading();
     options.signal?.removeEventListener("abort", kill);
   }
 };

@@ -1,6 +1,7 @@
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { type HostRunOptions, runOnHost } from "../../src/tools/host_runner.ts";
+import { hostProcessesWith, markedSleep } from "../sandbox/harness.ts";
 
 function options(extra: Partial<HostRunOptions> = {}): HostRunOptions {
   return {
@@ -103,3 +104,17 @@ for (const end of ["cancel", "timeout"] as const) {
     }
   });
 }
+
+Deno.test("a process that left the command's group and holds its output does not hold the call", async () => {
+  const marker = markedSleep(30);
+  try {
+    const started = performance.now();
+    // setsid: out of the group the timeout kills, with the output pipes still open.
+    const r = await runOnHost(`setsid ${marker} & echo started`, options({ timeoutMs: 1000 }));
+    // The shell itself has exited by then; what timed out is the wait for the output's end.
+    deepStrictEqual([r.timedOut, r.stdout], [true, "started\n"]);
+    ok(performance.now() - started < 15_000, "the call ended at its timeout and the grace");
+  } finally {
+    for (const pid of hostProcessesWith(marker)) Deno.kill(pid, "SIGKILL");
+  }
+});
