@@ -66,12 +66,15 @@ export function trackSandbox(
     clearTimeout(timer);
     clearTimeout(force);
     lib.coop_close(pidfd);
-    // Before the go socket closes: a fresh overlay the init sent back to be held is on it.
-    overlay?.settle(out[OUT.go], rep.setupError !== undefined);
-    lib.coop_close(out[OUT.go]);
-    tty?.closeMaster();
-    syncUpperInBackground(upper);
-    upperLock?.release(); // the init is reaped: its mount namespace, and the overlay, are gone
+    try {
+      // Before the go socket closes: a fresh overlay the init sent back to be held is on it.
+      overlay?.settle(out[OUT.go], rep.setupError !== undefined);
+    } finally {
+      lib.coop_close(out[OUT.go]);
+      tty?.closeMaster();
+      syncUpperInBackground(upper);
+      upperLock?.release(); // the init is reaped: its mount namespace, and the overlay, are gone
+    }
     const violations = cgroup ? cgroup.violations() : { oomKilled: false, pidsLimitHit: null };
     const counted = cgroup?.cpuTime() ?? null;
     // Removed (leftovers killed first) right after the status; settleSandboxCgroups() awaits it.

@@ -124,15 +124,33 @@ export async function startSession(
     });
     report.destroy();
     lib.coop_close(out[OUT.pidfd]);
-    init.overlay?.settle(out[OUT.go], setupError !== null);
-    lib.coop_close(out[OUT.go]);
-    syncUpperInBackground(init.upper);
-    init.upperLock?.release();
-    // Commands still running ended with the sandbox: their process was killed.
-    for (const command of pending.values()) command.ended(signalNumber("SIGKILL"));
-    await init.cgroup?.destroy();
-    await init.quota?.finish();
-    await init.proxy?.close();
+    try {
+      init.overlay?.settle(out[OUT.go], setupError !== null);
+    } finally {
+      lib.coop_close(out[OUT.go]);
+      syncUpperInBackground(init.upper);
+      init.upperLock?.release();
+      // Commands still running ended with the sandbox: their process was killed.
+      for (const command of pending.values()) command.ended(signalNumber("SIGKILL"));
+    }
+    // Each alone: one that fails must neither skip the others nor reject `ended`, which stop()
+    // and timers await (an unhandled rejection would end the gateway).
+    const cleanups = [
+      ["cgroup", () => init.cgroup?.destroy()],
+      ["quota", () => init.quota?.finish()],
+      ["proxy", () => init.proxy?.close()],
+    ] as const;
+    for (const [what, cleanup] of cleanups) {
+      try {
+        await cleanup();
+      } catch (error) {
+        log.warn("sandbox.session.cleanup_failed {what} {pid}: {error}", {
+          what,
+          pid: out[OUT.pid],
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
     failed(
       setupError
         ? logSetupFailure(setupFailure(setupError.step, setupError.errno), argv)
