@@ -106,6 +106,8 @@ function keyOf(key: SessionKey): string {
 /** Live session sandboxes of one gateway, by chat session. */
 export class SessionSandboxes {
   readonly #entries = new Map<string, Entry>();
+  /** Stops under way, by session key: a second stop() of one waits for the first. */
+  readonly #stopping = new Map<string, Promise<void>>();
   /** One person's sandboxes are found or started one at a time (see `#entryFor`). */
   readonly #starts = new SerialQueue();
   readonly #stateDir: string;
@@ -350,17 +352,27 @@ export class SessionSandboxes {
     void this.stop(entry.key);
   }
 
-  /** Stops `key`'s live sandbox, if it has one; resolves once it is gone and settled. */
-  async stop(key: SessionKey): Promise<void> {
+  /**
+   * Stops `key`'s live sandbox, if it has one; resolves once it is gone and settled — also for a
+   * second caller while the first stop runs (/clear during an idle or reload stop must not go on
+   * to remove the session's layer under a sandbox still ending).
+   */
+  stop(key: SessionKey): Promise<void> {
     const k = keyOf(key);
+    const stopping = this.#stopping.get(k);
+    if (stopping) return stopping;
     const entry = this.#entries.get(k);
-    if (!entry) return;
+    if (!entry) return Promise.resolve();
     this.#entries.delete(k);
     clearTimeout(entry.idle);
-    const sandbox = await entry.sandbox.catch(() => null);
-    await sandbox?.stop();
-    this.#unlist(entry.id);
-    await entry.finished;
+    const done = (async () => {
+      const sandbox = await entry.sandbox.catch(() => null);
+      await sandbox?.stop();
+      this.#unlist(entry.id);
+      await entry.finished;
+    })().finally(() => this.#stopping.delete(k));
+    this.#stopping.set(k, done);
+    return done;
   }
 
   /** Stops every live sandbox (gateway shutdown or drain). */

@@ -189,3 +189,22 @@ sandboxTest("two calls of one session at once share one sandbox; stopAll leaves 
     }
   });
 });
+
+sandboxTest("a second stop of one session resolves only once the sandbox is gone", async () => {
+  await withWorkspace(async (workspace) => {
+    const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+    const sessions = new SessionSandboxes(state);
+    try {
+      await sessions.exec(key, { workspace, network: "none" }, ["true"], { idleTimeoutMs: 60_000 });
+      const [live] = listLiveSandboxes(state);
+      // As when /clear comes while an idle or reload stop of the same session runs.
+      const first = sessions.stop(key);
+      await sessions.stop(key);
+      assert(ended(live.pid), "the second stop returned with the sandbox still there");
+      await first;
+    } finally {
+      await sessions.stopAll();
+      await Deno.remove(state, { recursive: true });
+    }
+  });
+});
