@@ -71,6 +71,10 @@ static void *relay_main(void *p) {
       if (errno == EINTR) continue;
       break;
     }
+    /* TypeScript's socket is gone (closed, not half-closed): nothing can be delivered any more,
+     * and its POLLHUP would end every poll() at once from now on, a spin while the command is
+     * silent. */
+    if (fds[1].revents & (POLLHUP | POLLERR)) break;
     /* master -> socket: the command's output */
     short from = out_len ? fds[1].revents : fds[0].revents;
     int st = relay_step(r->master, r->sock, r->to_sock, &out_len, &out_off, from,

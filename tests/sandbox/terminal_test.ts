@@ -1,5 +1,6 @@
 // A command on a pseudo-terminal (SpawnOptions.terminal): the pty is its stdio and
 // controlling terminal, its size follows resize(), the line discipline's keys reach it.
+import process from "node:process";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { spawnSandboxed } from "../../src/sandbox/spawn.ts";
 import { SandboxPolicyError } from "../../src/sandbox/errors.ts";
@@ -108,6 +109,26 @@ sandboxTest("terminal: the exit status and a killing signal come back", async ()
     killed.child.kill("SIGKILL");
     const status = await killed.finished();
     assertEquals(status.signal, "SIGKILL");
+  });
+});
+
+sandboxTest("terminal: a caller that drops its socket leaves no relay spinning", async () => {
+  await withWorkspace(async (workspace) => {
+    const silent = await onTerminal(workspace, ["sh", "-c", "echo up; sleep 100"]);
+    try {
+      await silent.waitFor(/up/);
+      // Closed, not half-closed (a client gone): the relay's poll() then always sees POLLHUP.
+      silent.child.terminal!.socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const before = process.cpuUsage();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const used = process.cpuUsage(before);
+      const ms = (used.user + used.system) / 1000;
+      assert(ms < 400, `this process used ${ms} ms of CPU in 1 s with a silent command`);
+    } finally {
+      silent.child.kill("SIGKILL");
+      await silent.child.status;
+    }
   });
 });
 
