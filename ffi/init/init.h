@@ -46,7 +46,7 @@ struct coop_cmsg_fds {
   unsigned long len;
   int level;
   int type;
-  int fds[3];
+  int fds[4]; /* with the go byte: spec, workspace, held overlay, terminal (spawn.c) */
 };
 #define COOP_CMSG_HEADER (sizeof(unsigned long) + 2 * sizeof(int))
 #define COOP_SOL_SOCKET 1

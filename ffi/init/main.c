@@ -45,7 +45,7 @@ static int wait_for_go(int *terminal, int *held) {
   const int *fds = cmsg.fds;
   /* The received fds got the lowest free numbers, which may be 4, 6 or 7 themselves: park
    * them above the targets first so that no dup3 below clobbers another one. */
-  long parked[3] = {-1, -1, -1};
+  long parked[4] = {-1, -1, -1, -1};
   for (int i = 0; i < count; i++)
     parked[i] = coop_check(COOP_STEP_WAIT_GO,
                            SYS3(__NR_fcntl, fds[i], F_DUPFD_CLOEXEC, COOP_FD_FIRST_FREE));
@@ -173,6 +173,14 @@ void coop_init_main(const long *stack) {
    * blocked, and be forwarded to whichever command this init later runs. */
   coop_step(0, COOP_STEP_SETSID);
   coop_check(COOP_STEP_SETSID, SYS0(__NR_setsid));
+  /* And what reached us there before the setsid is dropped: it was the gateway's group's
+   * (nothing else knows this init yet). Only the gateway's own end signal stays, for a
+   * sandbox ended while it is still being set up. */
+  unsigned long group_signals = ~0UL & ~(1UL << (COOP_SIG_END - 1));
+  struct { long sec, nsec; } now = {0, 0};
+  char dropped[128];
+  while (SYS4(__NR_rt_sigtimedwait, &group_signals, dropped, &now, 8) > 0) {
+  }
   /* The loopback depends on the namespace alone, so it comes up before the spec: off the
    * command's path (the gateway prestarts inits: src/sandbox/prestart.ts). */
   if (new_net) {
