@@ -10,6 +10,18 @@ import { parseCgroupMounts, parseProcCgroup } from "../../src/sandbox/cgroup_hos
 /** True when the sandbox integration tests should run. */
 export const SANDBOX_TESTS = Deno.env.get("COOP_SANDBOX_TEST") === "1";
 
+/**
+ * strace, with which a few tests hold a process at a syscall (`-e inject=…:delay_enter=`) to
+ * open a race's window; without it those tests are skipped (CI installs it: `.ci/run`).
+ */
+export const STRACE = ["/usr/bin/strace", "/bin/strace"].find((path) => {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+});
+
 /** Declares a sandbox integration test. */
 export function sandboxTest(
   nameOrOptions: string | { name: string; ignore?: boolean },

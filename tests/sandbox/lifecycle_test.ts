@@ -1,6 +1,14 @@
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { exec } from "../../src/sandbox/mod.ts";
-import { hostProcessesWith, processFootprint, sandboxTest, sh, withWorkspace } from "./harness.ts";
+import {
+  hostProcessesWith,
+  processFootprint,
+  SANDBOX_TESTS,
+  sandboxTest,
+  sh,
+  STRACE,
+  withWorkspace,
+} from "./harness.ts";
 
 sandboxTest(
   "timeout kills the whole sandbox at its time and leaves no process behind",
@@ -54,5 +62,38 @@ sandboxTest("200 sequential and 50 concurrent execs leak no fds, threads or zomb
     assertEquals(after.fds, before.fds);
     assertEquals(after.zombies, 0);
     assert(after.threads <= before.threads, `threads ${before.threads} → ${after.threads}`);
+  });
+});
+
+if (!STRACE && SANDBOX_TESTS) {
+  console.log("group-signal test skipped: no strace (apt-get install strace)");
+}
+
+sandboxTest({
+  name: "a Ctrl-C to the gateway's group before its init's setsid() never reaches the command",
+  ignore: !STRACE,
+}, async () => {
+  // The init is cloned in the gateway's process group and leaves it with setsid(); a signal to
+  // that group in between stayed pending in it, and was forwarded to its command (exit 130).
+  // strace holds every setsid() 4 s; the fixture, in a group of its own (setsid), sends
+  // SIGINT to its group meanwhile and survives it, as a gateway does a terminal's Ctrl-C.
+  await withWorkspace(async (workspace) => {
+    const fixture = new URL("../fixtures/group_signal_before_setsid.ts", import.meta.url).pathname;
+    const trace = await Deno.makeTempFile({ prefix: "coop-setsid-trace-" });
+    const out = await new Deno.Command("setsid", {
+      args: [
+        ...[STRACE!, "-f", "--seccomp-bpf", "-o", trace, "-e", "trace=setsid"],
+        ...["-e", "inject=setsid:delay_enter=4000000"],
+        ...[Deno.execPath(), "run", "--allow-all", "--quiet", fixture, workspace],
+      ],
+      stdin: "null",
+    }).output();
+    const text = new TextDecoder();
+    const stdout = text.decode(out.stdout);
+    assertEquals(out.code, 0, stdout + text.decode(out.stderr));
+    const traced = await Deno.readTextFile(trace).finally(() => Deno.remove(trace));
+    assertMatch(traced, /setsid.*\(DELAYED\)/);
+    assertMatch(traced, /--- SIGINT /, "the group's SIGINT was sent");
+    assertEquals(JSON.parse(stdout), { exitCode: 0, signal: null, stdout: "end\n" });
   });
 });

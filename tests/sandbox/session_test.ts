@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { SessionEndedError, startSession } from "../../src/sandbox/session.ts";
-import { SANDBOX_TESTS, sandboxTest, withWorkspace } from "./harness.ts";
+import { SANDBOX_TESTS, sandboxTest, STRACE, withWorkspace } from "./harness.ts";
 
 /** Whether host pid `pid` is gone (or a zombie nobody will run again). */
 function ended(pid: number): boolean {
@@ -83,14 +83,6 @@ sandboxTest("a command that leaves a child holding its stdout returns when it ex
   });
 });
 
-/** strace, to hold a command between its clone and its setsid(); absent, that test is skipped. */
-const STRACE = ["/usr/bin/strace", "/bin/strace"].find((path) => {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
-});
 if (!STRACE && SANDBOX_TESTS) {
   console.log("session early-signal test skipped: no strace (apt-get install strace)");
 }
