@@ -7,7 +7,11 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { getLogger } from "@logtape/logtape";
+import { errorMessage } from "../errors/coop_error.ts";
 import { residentBytes } from "../sandbox/resident_memory.ts";
+
+const log = getLogger(["coop", "tools", "session"]);
 
 /** What one live session sandbox's file records. */
 export interface LiveSandboxRecord {
@@ -57,6 +61,32 @@ export function writeLiveSandbox(stateDir: string, record: LiveSandboxRecord): v
   const dir = liveSandboxDir(stateDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileSync(join(dir, `${record.id}.json`), JSON.stringify(record), { mode: 0o600 });
+}
+
+/**
+ * Lists a live sandbox for `coop sandbox ps` and `stop` (other processes). A state directory
+ * that cannot take the file (full, read-only) leaves it unlisted and says so: never thrown into
+ * the gateway's sandbox bookkeeping, where nothing could handle it.
+ */
+export function listLiveSandbox(stateDir: string, record: LiveSandboxRecord): void {
+  try {
+    writeLiveSandbox(stateDir, record);
+  } catch (error) {
+    log.warn("sandbox.session.unlisted {id}: coop sandbox ps will not show it: {error}", {
+      id: record.id,
+      user: record.user,
+      error: errorMessage(error),
+    });
+  }
+}
+
+/** Removes a live sandbox's listing; one that cannot go is swept by the next `ps`. */
+export function unlistLiveSandbox(stateDir: string, id: string): void {
+  try {
+    removeLiveSandbox(stateDir, id);
+  } catch (error) {
+    log.warn("sandbox.session.unlist_failed {id}: {error}", { id, error: errorMessage(error) });
+  }
 }
 
 /** Removes a live sandbox's file (gone already: nothing to do). */

@@ -35,12 +35,7 @@ import {
   type SessionSandbox,
   startSession,
 } from "../sandbox/mod.ts";
-import {
-  type LiveSandboxRecord,
-  processStartTime,
-  removeLiveSandbox,
-  writeLiveSandbox,
-} from "./live_sandbox_files.ts";
+import { listLiveSandbox, processStartTime, unlistLiveSandbox } from "./live_sandbox_files.ts";
 import {
   CHARGE_EVERY_MS,
   chargeBackground,
@@ -197,11 +192,8 @@ export class SessionSandboxes {
   }
 
   /**
-   * The live sandbox for `key`, started if need be. One person's calls take turns here: two at
-   * once would each start one (both past the lookup while the other awaits), and the one
-   * overwritten in the registry would live on unseen by the idle timeout, the cap and stopAll,
-   * holding its environment's upper. Displacing another session on the same upper and the
-   * person's cap are theirs alone too.
+   * The live sandbox for `key`, started if need be; one person's calls take turns (two at once
+   * each started one, and the one overwritten lived on unseen, holding its upper).
    */
   #entryFor(key: SessionKey, policy: SandboxPolicyInput): Promise<Entry> {
     return this.#starts.after(key.user, () => this.#findOrStart(key, policy));
@@ -249,7 +241,7 @@ export class SessionSandboxes {
     };
     this.#entries.set(k, entry);
     entry.finished = sandbox.then((live) => {
-      this.#list({
+      listLiveSandbox(this.#stateDir, {
         id,
         pid: live.pid,
         pidStart: processStartTime(live.pid) ?? "",
@@ -269,7 +261,7 @@ export class SessionSandboxes {
       // However it ends — stop(), `coop sandbox stop`, the init dying — it is forgotten, and
       // what it did since the last command is charged and scanned.
       return live.ended.then(async () => {
-        this.#unlist(id);
+        unlistLiveSandbox(this.#stateDir, id);
         clearTimeout(entry.idle);
         clearInterval(entry.meter);
         if (this.#entries.get(k) === entry) this.#entries.delete(k);
@@ -279,40 +271,11 @@ export class SessionSandboxes {
     }, () => {
       if (this.#entries.get(k) === entry) this.#entries.delete(k);
     }).catch((error) => {
-      // Its end's scan or charge failed: said here, since stop() and the timers that await
-      // this must not reject (an unhandled rejection would end the gateway).
-      log.error("sandbox.session.settle_failed {user} {id}: {error}", {
-        user: key.user,
-        id,
-        error: errorMessage(error),
-      });
+      // Said here: stop() and the timers await this, and must not reject (it would end us).
+      const [user, why] = [key.user, errorMessage(error)];
+      log.error("sandbox.session.settle_failed {user} {id}: {error}", { user, id, error: why });
     });
     return entry;
-  }
-
-  /**
-   * Lists a live sandbox for `coop sandbox ps` and `stop` (other processes). A state directory
-   * that cannot take the file (full, read-only) leaves it unlisted, never the gateway down.
-   */
-  #list(record: LiveSandboxRecord): void {
-    try {
-      writeLiveSandbox(this.#stateDir, record);
-    } catch (error) {
-      log.warn("sandbox.session.unlisted {id}: coop sandbox ps will not show it: {error}", {
-        id: record.id,
-        user: record.user,
-        error: errorMessage(error),
-      });
-    }
-  }
-
-  /** Removes a live sandbox's listing; one that cannot go is swept by the next `ps`. */
-  #unlist(id: string): void {
-    try {
-      removeLiveSandbox(this.#stateDir, id);
-    } catch (error) {
-      log.warn("sandbox.session.unlist_failed {id}: {error}", { id, error: errorMessage(error) });
-    }
   }
 
   /**
@@ -353,9 +316,8 @@ export class SessionSandboxes {
   }
 
   /**
-   * Stops `key`'s live sandbox, if it has one; resolves once it is gone and settled — also for a
-   * second caller while the first stop runs (/clear during an idle or reload stop must not go on
-   * to remove the session's layer under a sandbox still ending).
+   * Stops `key`'s live sandbox, if any; resolves once it is gone and settled, for a second
+   * caller too (/clear during an idle stop must not remove the layer under it).
    */
   stop(key: SessionKey): Promise<void> {
     const k = keyOf(key);
@@ -368,7 +330,7 @@ export class SessionSandboxes {
     const done = (async () => {
       const sandbox = await entry.sandbox.catch(() => null);
       await sandbox?.stop();
-      this.#unlist(entry.id);
+      unlistLiveSandbox(this.#stateDir, entry.id);
       await entry.finished;
     })().finally(() => this.#stopping.delete(k));
     this.#stopping.set(k, done);
