@@ -46,8 +46,12 @@ export function toolEnv(): Record<string, string> {
   return { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", HOME: process.env.HOME ?? "/" };
 }
 
-/** After a kill, how long the output pipes may stay open (see `killGroup`). */
-const OUTPUT_GRACE_MS = 2000;
+/**
+ * After a command's process group is killed, how long its output pipes may stay open: a process
+ * that left the group (`setsid`, a daemon) survives the kill and may hold them for good. Also
+ * the host runner's (src/tools/host_runner.ts).
+ */
+export const OUTPUT_GRACE_MS = 2000;
 
 /** Runs `path args…` and resolves when it has exited and its pipes are closed. */
 export function runCli(

@@ -5,6 +5,7 @@
 import { Buffer } from "node:buffer";
 import type { CommandResult } from "./tool_contract.ts";
 import { signalNumber } from "../sandbox/wait_status.ts";
+import { OUTPUT_GRACE_MS } from "../sandbox/cli_process.ts";
 
 /** Options for one host command. */
 export interface HostRunOptions {
@@ -28,12 +29,6 @@ export type HostArgvRunner = (
   argv: readonly string[],
   options: HostRunOptions,
 ) => Promise<CommandResult>;
-
-/**
- * After the kill, how long the output pipes may stay open: a process that left the command's
- * group (`setsid`, a daemon) survives the kill and may hold them for good.
- */
-const OUTPUT_GRACE_MS = 2000;
 
 /** Reads `stream` to its end, or until `stop` settles (what was read by then is kept). */
 async function collect(
