@@ -22,6 +22,47 @@ export const STRACE = ["/usr/bin/strace", "/bin/strace"].find((path) => {
   }
 });
 
+/** What a fixture run under `withSetsidHeld` printed, with its exit code and strace's trace. */
+export interface HeldRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  trace: string;
+}
+
+/**
+ * Runs `tests/fixtures/<fixture>` with `args` under strace, which holds every setsid() of it and
+ * its sandboxes `delayMs` (a race's window kept open). With `ownGroup`, in a process group of its
+ * own (`setsid`), so that it may signal its group without reaching the test runner. Needs STRACE.
+ */
+export async function withSetsidHeld(
+  fixture: string,
+  args: string[],
+  delayMs: number,
+  ownGroup = false,
+): Promise<HeldRun> {
+  const path = new URL(`../fixtures/${fixture}`, import.meta.url).pathname;
+  const trace = await Deno.makeTempFile({ prefix: "coop-setsid-trace-" });
+  try {
+    const strace = [
+      ...[STRACE!, "-f", "--seccomp-bpf", "-o", trace, "-e", "trace=setsid"],
+      ...["-e", `inject=setsid:delay_enter=${delayMs * 1000}`],
+      ...[Deno.execPath(), "run", "--allow-all", "--quiet", path, ...args],
+    ];
+    const [program, ...rest] = ownGroup ? ["setsid", ...strace] : strace;
+    const out = await new Deno.Command(program, { args: rest, stdin: "null" }).output();
+    const text = new TextDecoder();
+    return {
+      code: out.code,
+      stdout: text.decode(out.stdout),
+      stderr: text.decode(out.stderr),
+      trace: await Deno.readTextFile(trace),
+    };
+  } finally {
+    await Deno.remove(trace);
+  }
+}
+
 /** Declares a sandbox integration test. */
 export function sandboxTest(
   nameOrOptions: string | { name: string; ignore?: boolean },

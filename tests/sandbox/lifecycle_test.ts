@@ -7,6 +7,7 @@ import {
   sandboxTest,
   sh,
   STRACE,
+  withSetsidHeld,
   withWorkspace,
 } from "./harness.ts";
 
@@ -78,22 +79,10 @@ sandboxTest({
   // strace holds every setsid() 4 s; the fixture, in a group of its own (setsid), sends
   // SIGINT to its group meanwhile and survives it, as a gateway does a terminal's Ctrl-C.
   await withWorkspace(async (workspace) => {
-    const fixture = new URL("../fixtures/group_signal_before_setsid.ts", import.meta.url).pathname;
-    const trace = await Deno.makeTempFile({ prefix: "coop-setsid-trace-" });
-    const out = await new Deno.Command("setsid", {
-      args: [
-        ...[STRACE!, "-f", "--seccomp-bpf", "-o", trace, "-e", "trace=setsid"],
-        ...["-e", "inject=setsid:delay_enter=4000000"],
-        ...[Deno.execPath(), "run", "--allow-all", "--quiet", fixture, workspace],
-      ],
-      stdin: "null",
-    }).output();
-    const text = new TextDecoder();
-    const stdout = text.decode(out.stdout);
-    assertEquals(out.code, 0, stdout + text.decode(out.stderr));
-    const traced = await Deno.readTextFile(trace).finally(() => Deno.remove(trace));
-    assertMatch(traced, /setsid.*\(DELAYED\)/);
-    assertMatch(traced, /--- SIGINT /, "the group's SIGINT was sent");
-    assertEquals(JSON.parse(stdout), { exitCode: 0, signal: null, stdout: "end\n" });
+    const run = await withSetsidHeld("group_signal_before_setsid.ts", [workspace], 4000, true);
+    assertEquals(run.code, 0, run.stdout + run.stderr);
+    assertMatch(run.trace, /setsid.*\(DELAYED\)/);
+    assertMatch(run.trace, /--- SIGINT /, "the group's SIGINT was sent");
+    assertEquals(JSON.parse(run.stdout), { exitCode: 0, signal: null, stdout: "end\n" });
   });
 });

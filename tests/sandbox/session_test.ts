@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { SessionEndedError, startSession } from "../../src/sandbox/session.ts";
-import { SANDBOX_TESTS, sandboxTest, STRACE, withWorkspace } from "./harness.ts";
+import { SANDBOX_TESTS, sandboxTest, STRACE, withSetsidHeld, withWorkspace } from "./harness.ts";
 
 /** Whether host pid `pid` is gone (or a zombie nobody will run again). */
 function ended(pid: number): boolean {
@@ -95,23 +95,11 @@ sandboxTest({
   // and the signal was lost (ESRCH): the session was stopped as hung 2 s later. strace holds
   // every setsid() 0.8 s, past the 300 ms timeout.
   await withWorkspace(async (workspace) => {
-    const fixture = new URL("../fixtures/session_early_signal.ts", import.meta.url).pathname;
-    const trace = await Deno.makeTempFile({ prefix: "coop-setsid-trace-" });
-    const out = await new Deno.Command(STRACE!, {
-      args: [
-        ...["-f", "--seccomp-bpf", "-o", trace, "-e", "trace=setsid"],
-        ...["-e", "inject=setsid:delay_enter=800000"],
-        ...[Deno.execPath(), "run", "--allow-all", "--quiet", fixture, workspace],
-      ],
-      stdin: "null",
-    }).output();
-    const text = new TextDecoder();
-    const stdout = text.decode(out.stdout), stderr = text.decode(out.stderr);
-    assertEquals(out.code, 0, stdout + stderr);
+    const run = await withSetsidHeld("session_early_signal.ts", [workspace], 800);
+    assertEquals(run.code, 0, run.stdout + run.stderr);
     // The race was really set up: the commands' setsid() calls were held.
-    const traced = await Deno.readTextFile(trace).finally(() => Deno.remove(trace));
-    assertMatch(traced, /setsid.*\(DELAYED\)/);
-    assertEquals(JSON.parse(stdout), {
+    assertMatch(run.trace, /setsid.*\(DELAYED\)/);
+    assertEquals(JSON.parse(run.stdout), {
       slow: { timedOut: true, signal: "SIGKILL", exitCode: 137 },
       next: { exitCode: 0, stdout: "still here\n" },
     });

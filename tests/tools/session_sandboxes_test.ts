@@ -137,74 +137,69 @@ sandboxTest(
   },
 );
 
-sandboxTest(
-  "a state directory that cannot list a live sandbox leaves it unlisted, the gateway up",
-  async () => {
-    await withWorkspace(async (workspace) => {
-      const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
-      // A file where the listings' directory goes (as a full or read-only disk would): every
-      // listing fails. An unhandled rejection here would fail this test (and end a gateway).
-      await Deno.writeTextFile(liveSandboxDir(state), "");
-      const sessions = new SessionSandboxes(state);
-      try {
-        const policy = { workspace, network: "none" as const };
-        const first = await sessions.exec(key, policy, ["echo", "works"], {
-          idleTimeoutMs: 60_000,
-        });
-        assertEquals([first.exitCode, first.stdout], [0, "works\n"]);
-        const again = await sessions.exec(key, policy, ["true"], { idleTimeoutMs: 60_000 });
-        assertEquals(again.exitCode, 0);
-        assertEquals(sessions.size, 1);
-        await sessions.stop(key);
-        assertEquals(sessions.size, 0);
-      } finally {
-        await sessions.stopAll();
-        await Deno.remove(state, { recursive: true });
-      }
-    });
-  },
-);
-
-sandboxTest("two calls of one session at once share one sandbox; stopAll leaves none", async () => {
+/** Runs `fn` with a registry over a fresh state directory and workspace; stops all after. */
+async function withSessions(
+  fn: (sessions: SessionSandboxes, state: string, workspace: string) => Promise<void>,
+  prepareState: (state: string) => Promise<void> = () => Promise.resolve(),
+): Promise<void> {
   await withWorkspace(async (workspace) => {
     const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
+    await prepareState(state);
     const sessions = new SessionSandboxes(state);
     try {
-      const policy = { workspace, network: "none" as const };
-      const options = { idleTimeoutMs: 60_000 };
-      // Both pass the lookup before either has started one, unless they take turns.
-      const results = await Promise.all([
-        sessions.exec(key, policy, ["true"], options),
-        sessions.exec(key, policy, ["true"], options),
-      ]);
-      assertEquals(results.map((r) => r.exitCode), [0, 0]);
-      const live = listLiveSandboxes(state);
-      assertEquals(live.length, 1, "one sandbox for the session");
-      await sessions.stopAll();
-      assert(live.every((s) => ended(s.pid)), "stopAll leaves none");
-      assertEquals(listLiveSandboxes(state), []);
+      await fn(sessions, state, workspace);
     } finally {
       await sessions.stopAll();
       await Deno.remove(state, { recursive: true });
     }
   });
+}
+
+const LIVE = { idleTimeoutMs: 60_000 };
+
+sandboxTest(
+  "a state directory that cannot list a live sandbox leaves it unlisted, the gateway up",
+  async () => {
+    // A file where the listings' directory goes (as a full or read-only disk would): every
+    // listing fails. An unhandled rejection here would fail this test (and end a gateway).
+    const unwritable = (state: string) => Deno.writeTextFile(liveSandboxDir(state), "");
+    await withSessions(async (sessions, _state, workspace) => {
+      const policy = { workspace, network: "none" as const };
+      const first = await sessions.exec(key, policy, ["echo", "works"], LIVE);
+      assertEquals([first.exitCode, first.stdout], [0, "works\n"]);
+      assertEquals((await sessions.exec(key, policy, ["true"], LIVE)).exitCode, 0);
+      assertEquals(sessions.size, 1);
+      await sessions.stop(key);
+      assertEquals(sessions.size, 0);
+    }, unwritable);
+  },
+);
+
+sandboxTest("two calls of one session at once share one sandbox; stopAll leaves none", async () => {
+  await withSessions(async (sessions, state, workspace) => {
+    const policy = { workspace, network: "none" as const };
+    // Both pass the lookup before either has started one, unless they take turns.
+    const results = await Promise.all([
+      sessions.exec(key, policy, ["true"], LIVE),
+      sessions.exec(key, policy, ["true"], LIVE),
+    ]);
+    assertEquals(results.map((r) => r.exitCode), [0, 0]);
+    const live = listLiveSandboxes(state);
+    assertEquals(live.length, 1, "one sandbox for the session");
+    await sessions.stopAll();
+    assert(live.every((s) => ended(s.pid)), "stopAll leaves none");
+    assertEquals(listLiveSandboxes(state), []);
+  });
 });
 
 sandboxTest("a second stop of one session resolves only once the sandbox is gone", async () => {
-  await withWorkspace(async (workspace) => {
-    const state = await Deno.makeTempDir({ prefix: "coop-session-state-" });
-    const sessions = new SessionSandboxes(state);
-    try {
-      await sessions.exec(key, { workspace, network: "none" }, ["true"], { idleTimeoutMs: 60_000 });
-      const [live] = listLiveSandboxes(state);
-      // As when /clear comes while an idle or reload stop of the same session runs.
-      const first = sessions.stop(key);
-      await sessions.stop(key);
-      assert(ended(live.pid), "the second stop returned with the sandbox still there");
-      await first;
-    } finally {
-      await sessions.stopAll();
-      await Deno.remove(state, { recursive: true });
-    }
+  await withSessions(async (sessions, state, workspace) => {
+    await sessions.exec(key, { workspace, network: "none" }, ["true"], LIVE);
+    const [live] = listLiveSandboxes(state);
+    // As when /clear comes while an idle or reload stop of the same session runs.
+    const first = sessions.stop(key);
+    await sessions.stop(key);
+    assert(ended(live.pid), "the second stop returned with the sandbox still there");
+    await first;
   });
 });

@@ -2,9 +2,9 @@
  * `runCli` (the macOS backends' process runner): a command killed at its timeout ends the call,
  * also when something it started left its process group and holds the output pipes.
  */
-import { assert, assertEquals } from "../assert.ts";
-import { runCli } from "../../src/sandbox/cli_process.ts";
-import { hostProcessesWith, markedSleep } from "../sandbox/harness.ts";
+import { assert, assertEquals } from "../../assert.ts";
+import { runCli } from "../../../src/sandbox/cli_process.ts";
+import { hostProcessesWith, markedSleep } from "../harness.ts";
 
 const ENV = { PATH: "/usr/bin:/bin" };
 
