@@ -20,7 +20,7 @@ import { type Route, routeSender, sessionOwner } from "./router.ts";
 import { ToolExecutor } from "../tools/tool_executor.ts";
 import { SessionSandboxes } from "../tools/session_sandboxes.ts";
 import { WorkspaceGuard } from "../workspace/workspace_guard.ts";
-import { SessionStore } from "../state/session_store.ts";
+import { newSessionId, SessionStore } from "../state/session_store.ts";
 import { openStateDb } from "../state/state_db.ts";
 import { WalFlusher } from "../state/wal_flush.ts";
 import { liveSandboxCap, type TurnAdmission, TurnLimiter, turnLimitFor } from "./turn_limiter.ts";
@@ -221,20 +221,17 @@ export class Gateway {
   /** The cron scheduler's runner: a fresh session as the job's user, with the job's overrides. */
   runCronJob = async (job: CronJobConfig, signal: AbortSignal): Promise<CronTurnResult> => {
     const { user, route, person } = cronRoute(this.config, job);
-    const outcome = await this.#run({
-      channel: "cron",
-      route,
-      sessionUser: person,
-      person,
-      text: job.message,
-      cronJob: job,
-      signal,
-    });
-    // Each run is a session of its own, over once the job has answered: its live sandbox (with
-    // lifetime = "session") stops first, then its session upper goes.
-    await this.sessionSandboxes.stop({ channel: "cron", user: person, session: outcome.session });
-    await endEnvironmentSession(this.config, user.name, { channel: "cron", id: outcome.session });
-    return { reply: outcome.reply, session: outcome.session };
+    const session = newSessionId(); // here, so that a failed run's session ends too
+    try {
+      const run = { channel: "cron", route, sessionUser: person, person, session, signal };
+      const { reply } = await this.#run({ ...run, text: job.message, cronJob: job });
+      return { reply, session };
+    } finally {
+      // Each run is a session of its own, over once it answered or failed (provider error, the
+      // job's timeout, a drain): its live sandbox stops first, then its session upper goes.
+      await this.sessionSandboxes.stop({ channel: "cron", user: person, session });
+      await endEnvironmentSession(this.config, user.name, { channel: "cron", id: session });
+    }
   };
 
   /** Forgets a session (`/clear` in `coop chat`). */
