@@ -4,7 +4,11 @@
  * @module
  */
 import { existsSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { basename } from "node:path";
 import process from "node:process";
+import { openedTrampoline, type Trampoline } from "./ffi.ts";
+import { signalIfSame } from "./pid_signal.ts";
+import { signalNumber } from "./wait_status.ts";
 import { ERRNO, errnoOf } from "./errno.ts";
 import { SandboxSetupError } from "./errors.ts";
 import { stepName } from "./protocol.ts";
@@ -158,20 +162,34 @@ export function cpuacctV1(dir: string): CgroupCpuTime | null {
   }
 }
 
-/** SIGKILLs every pid listed in a `cgroup.procs` file (v1 has no cgroup.kill). */
-export function killAll(procs: string): void {
+/**
+ * SIGKILLs every process listed in the `cgroup.procs` of the cgroup at `dir` (v1 has no
+ * cgroup.kill; v2 before 5.14). Never another process: a listed one may have exited and its
+ * pid been reused by the time it is signalled, so the signal goes through a pidfd, and only if
+ * /proc still shows that process in this cgroup once the pidfd is open. Nothing to do before
+ * the sandbox library is open: no sandbox has run in the cgroup then.
+ */
+export function killAll(dir: string, lib: Trampoline | undefined = openedTrampoline()): void {
   let text = "";
   try {
-    text = readFileSync(procs, "utf8");
+    text = readFileSync(`${dir}/cgroup.procs`, "utf8");
   } catch {
     return;
   }
-  for (const pid of text.split("\n").filter(Boolean)) {
-    try {
-      process.kill(Number(pid), "SIGKILL");
-    } catch {
-      // already gone
-    }
+  if (!lib) return;
+  const name = basename(dir);
+  for (const pid of text.split("\n").filter(Boolean).map(Number)) {
+    signalIfSame(lib, pid, () => inCgroupNamed(pid, name), signalNumber("SIGKILL"));
+  }
+}
+
+/** Whether /proc lists `pid` in a cgroup whose directory is called `name` (any hierarchy). */
+function inCgroupNamed(pid: number, name: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cgroup`, "utf8").split("\n")
+      .some((line) => line.endsWith(`/${name}`));
+  } catch {
+    return false; // gone
   }
 }
 

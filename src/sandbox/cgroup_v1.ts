@@ -93,7 +93,7 @@ export class CgroupV1Sandbox implements SandboxCgroup {
   /** Kills anything left (v1 has no cgroup.kill) and removes the cgroups. Idempotent. */
   async destroy(): Promise<void> {
     for (const [controller, dir] of this.dirs) {
-      await removeCgroupDir(dir, () => killAll(`${dir}/cgroup.procs`));
+      await removeCgroupDir(dir, () => killAll(dir));
       this.dirs.delete(controller);
     }
   }

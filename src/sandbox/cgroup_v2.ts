@@ -135,7 +135,7 @@ export class CgroupV2Sandbox implements SandboxCgroup {
       writeControl(`${this.dir}/cgroup.kill`, "1");
     } catch {
       // Before 5.14 there is no cgroup.kill: signal each listed process instead.
-      killAll(`${this.dir}/cgroup.procs`);
+      killAll(this.dir);
     }
   }
 

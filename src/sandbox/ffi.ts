@@ -79,6 +79,14 @@ export function loadTrampoline(): Promise<Trampoline> {
   return loaded;
 }
 
+/**
+ * The library if `loadTrampoline()` has opened it, for synchronous code that only has work to
+ * do once a sandbox has run (a sandbox's cgroup, killed at its end).
+ */
+export function openedTrampoline(): Trampoline | undefined {
+  return opened?.symbols;
+}
+
 async function open(): Promise<Trampoline> {
   if (process.platform !== "linux") {
     throw new SandboxUnavailableError(
