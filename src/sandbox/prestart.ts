@@ -128,6 +128,9 @@ function takeIdle(lib: Trampoline, shape: SandboxShape, plan: LimitPlan): Idle |
     if (!entry) continue;
     idle.delete(key);
     if (lib.coop_wait(entry.out[OUT.pid], aliveBuffer, null) === 0) return entry;
+    // Reaped just now: its pid is free again, and may name another child before the discard,
+    // whose wait must not be on it.
+    entry.out[OUT.pid] = -1;
     discardIdle(lib, entry);
   }
   return null;
