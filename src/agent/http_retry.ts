@@ -17,6 +17,7 @@ import {
 import { ProviderError, ProviderTimeoutError } from "./provider_error.ts";
 import type { ProviderResponse } from "./provider_response.ts";
 import { stringifyBody } from "./json_body.ts";
+import { abortableSleep } from "../sandbox/abortable_wait.ts";
 
 const log = getLogger(["coop", "agent", "provider"]);
 
@@ -71,22 +72,6 @@ export interface SendPolicy {
 export interface PostOptions extends SendPolicy {
   /** Cancels the request and any wait between attempts. */
   signal?: AbortSignal;
-}
-
-/** Waits `ms`, or rejects with the signal's reason as soon as it is aborted. */
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /** Parses `retry-after-ms`, or `retry-after` as seconds or an HTTP date, into milliseconds. */

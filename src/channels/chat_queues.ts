@@ -3,7 +3,7 @@
  * arrived; different chats are answered at the same time.
  * @module
  */
-import { abortableSleep } from "../agent/http_retry.ts";
+import { abortableSleep } from "../sandbox/abortable_wait.ts";
 import { DELIVERY_GRACE_MS } from "./chat_answer.ts";
 
 /**

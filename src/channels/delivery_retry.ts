@@ -6,7 +6,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { abortableSleep } from "../agent/http_retry.ts";
+import { abortableSleep } from "../sandbox/abortable_wait.ts";
 import { CoopError } from "../errors/coop_error.ts";
 
 const log = getLogger(["coop", "channel"]);

@@ -10,7 +10,7 @@
 import { Buffer } from "node:buffer";
 import type { DatabaseSync } from "node:sqlite";
 import { getLogger } from "@logtape/logtape";
-import { abortableSleep } from "../../agent/http_retry.ts";
+import { abortableSleep } from "../../sandbox/abortable_wait.ts";
 import { parseSse } from "../../agent/sse.ts";
 import { errorMessage } from "../../errors/coop_error.ts";
 import type { TurnHandler } from "../../gateway/turn_handler.ts";

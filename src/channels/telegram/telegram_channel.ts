@@ -8,7 +8,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Update, UserFromGetMe } from "grammy/types";
 import { getLogger } from "@logtape/logtape";
-import { abortableSleep } from "../../agent/http_retry.ts";
+import { abortableSleep } from "../../sandbox/abortable_wait.ts";
 import { errorMessage } from "../../errors/coop_error.ts";
 import type { TurnHandler } from "../../gateway/turn_handler.ts";
 import { ChannelInbox, type InboxItem } from "../../state/channel_inbox.ts";
