@@ -5,21 +5,33 @@
  * results).
  * @module
  */
+import { abortableWait } from "./abortable_wait.ts";
 
 /** The last step queued per key. */
 export class SerialQueue {
+  /** Per key, what the next step waits for; these never reject. */
   readonly #tails = new Map<string, Promise<unknown>>();
 
-  /** Runs `step` once the previous step of `key` is done (no key: at once, queued nowhere). */
-  after<T>(key: string | undefined, step: () => Promise<T>): Promise<T> {
-    const previous = key === undefined ? undefined : this.#tails.get(key);
-    const next = (previous ? previous.then(step, step) : Promise.resolve().then(step)).finally(
-      () => {
-        if (key !== undefined && this.#tails.get(key) === next) this.#tails.delete(key);
-      },
-    );
-    if (key !== undefined) this.#tails.set(key, next);
-    return next;
+  /**
+   * Runs `step` once the previous step of `key` is done (no key: at once, queued nowhere).
+   * `signal` aborted before `step` starts (a turn cancelled while it waits): `step` never runs
+   * and this rejects at once with the signal's reason; once it runs, the step is on its own.
+   */
+  after<T>(key: string | undefined, step: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const turn = (key === undefined ? undefined : this.#tails.get(key)) ?? Promise.resolve();
+    let ran = false;
+    const result = abortableWait(turn, signal).then(() => {
+      ran = true;
+      return step();
+    });
+    if (key === undefined) return result;
+    const forget = () => this.#tails.get(key) === tail && this.#tails.delete(key);
+    // The next step waits for this one and the one before it: a step cancelled while it waits
+    // must not let the next one start beside a step that still runs.
+    const tail: Promise<unknown> = Promise.allSettled([turn, result]).then(forget);
+    this.#tails.set(key, tail);
+    // A step that ran is forgotten before its caller sees how it ended.
+    return result.finally(() => ran && forget());
   }
 
   /** How many keys have a step running or waiting. */
