@@ -45,7 +45,11 @@ export interface ExecOptions {
    * denials are logged at debug level.
    */
   expectViolations?: boolean;
-  /** Kills the whole sandbox when aborted (the result then reports `SIGKILL`). */
+  /**
+   * Kills the whole sandbox when aborted (the result then reports `SIGKILL`). Aborted before the
+   * command has started — waiting for another sandbox's upper layer, say — `exec()` rejects at
+   * once with the signal's reason instead, and nothing ran.
+   */
   signal?: AbortSignal;
   /**
    * With an environment root: how long to wait while another sandbox (of any process) has the
@@ -155,7 +159,8 @@ function logViolations(command: string, result: ExecResult, expected = false): v
 
 /**
  * Runs `argv` (no shell unless you ask for one) in a new sandbox and waits for it.
- * Rejects with `SandboxSetupError` when the sandbox cannot be built — the command never ran.
+ * Rejects with `SandboxSetupError` when the sandbox cannot be built, and with the signal's reason
+ * when `options.signal` aborts before the command starts — either way the command never ran.
  *
  * @example
  * ```ts
@@ -190,6 +195,7 @@ export async function exec(
     cgroupHost: options.cgroupHost,
     expectViolations: options.expectViolations,
     upperWaitMs: options.upperWaitMs,
+    signal: options.signal,
   });
   const kill = () => child.kill("SIGKILL");
   options.signal?.addEventListener("abort", kill, { once: true });

@@ -31,6 +31,13 @@ export interface SpawnOptions {
    */
   upperWaitMs?: number;
   /**
+   * Aborted before the command starts — while the sandbox waits for another one's upper layer,
+   * or its workspace is measured and checked — the setup ends at once and rejects with the
+   * signal's reason: nothing ran, and nothing it took is kept. Once started, ending the sandbox
+   * is the caller's (`SandboxProcess.kill`; `exec()` does it).
+   */
+  signal?: AbortSignal;
+  /**
    * Test hooks of network "proxy": a resolver the test controls, and permission to dial
    * loopback and private addresses (test servers on the host's loopback). Production — the
    * gateway and the CLI — never sets them.

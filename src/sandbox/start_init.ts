@@ -77,6 +77,7 @@ export interface StartedInit {
  * init building the world. `session` makes it a session sandbox (session.ts). Throws
  * SandboxSetupError, with everything it started undone. With an overlay root it first takes the
  * upper's lock (upper_lock.ts): one mount of an upper at a time, whichever process asks.
+ * `options.signal` aborted before the init is started rejects with its reason, likewise undone.
  */
 export async function startInit(
   policy: SandboxPolicy,
@@ -103,13 +104,18 @@ async function buildInit(
   const lib = await loadTrampoline();
   // Over quota: refused before anything starts; under it, each file is bounded by what is left.
   const quota = await DiskQuotaWatch.before(policy);
+  // Cancelled while the workspace was measured (SpawnOptions.signal): nothing is taken yet.
+  options.signal?.throwIfAborted();
   const limited = quota ? { ...policy, fileSizeBytes: quota.fileSizeBytes } : policy;
   const limits = planLimits(limited, options.cgroupHost ?? cgroupHost());
   const ids = outerIds(policy);
   prepareRootfs(policy, ids, ids.idmapped);
   let changedHands = true;
   if (policy.rootfs && "upper" in policy.rootfs) {
-    const locked = await lockUpper(lib, policy.rootfs.upper, { waitMs: options.upperWaitMs });
+    const locked = await lockUpper(lib, policy.rootfs.upper, {
+      waitMs: options.upperWaitMs,
+      signal: options.signal,
+    });
     held.lock = locked.lock;
     changedHands = locked.changedHands;
     // While it waited, the holder may have been `coop sandbox reset`: make what it removed again.
@@ -129,6 +135,8 @@ async function buildInit(
   let overlay: OverlayMount | null = null;
   let spec: Uint8Array;
   try {
+    // Cancelled while the workspace was checked or the proxy started: undone like a failure.
+    options.signal?.throwIfAborted();
     overlay = overlayOf(lib, policy, ids, changedHands);
     spec = buildSpec(overlay ? withWorkdir(policy, overlay.workdir) : policy, argv, {
       env: options.env,

@@ -10,6 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import process from "node:process";
+import { abortableSleep } from "./abortable_wait.ts";
 import { ERRNO } from "./errno.ts";
 import { SandboxError, SandboxSetupError } from "./errors.ts";
 import { cString, type Trampoline } from "./ffi.ts";
@@ -95,9 +96,10 @@ export function tryLockUpper(lib: Trampoline, upper: string): UpperLock | null {
 
 /**
  * Waits up to `waitMs` for the lock of `upper` for a sandbox (polling: a blocking `flock` would
- * hold a thread), then throws `SandboxUpperInUseError` naming the holder. `signal` ends the wait
- * early. `waited` says whether another holder had it first; `changedHands` whether anything but
- * this process's sandboxes took it since the last of them (another process, a layer removal).
+ * hold a thread), then throws `SandboxUpperInUseError` naming the holder. `signal` aborted ends
+ * the wait at once, rejecting with its reason, the lock not taken. `waited` says whether another
+ * holder had it first; `changedHands` whether anything but this process's sandboxes took it
+ * since the last of them (another process, a layer removal).
  */
 export async function lockUpper(
   lib: Trampoline,
@@ -106,15 +108,15 @@ export async function lockUpper(
 ): Promise<{ lock: UpperLock; waited: boolean; changedHands: boolean }> {
   const waitMs = options.waitMs ?? DEFAULT_UPPER_WAIT_MS;
   const start = performance.now();
+  // Cancelled already: not even a free lock is taken (the caller would have it to release).
+  options.signal?.throwIfAborted();
   for (let attempt = 0;; attempt++) {
     const taken = takeLock(lib, upper, "sandbox");
     if (taken) return { ...taken, waited: attempt > 0 };
     const waited = performance.now() - start;
-    if (waited >= waitMs || options.signal?.aborted) {
-      throw new SandboxUpperInUseError(upper, holderOf(upper), waited);
-    }
+    if (waited >= waitMs) throw new SandboxUpperInUseError(upper, holderOf(upper), waited);
     const pause = Math.min(POLL_MS[Math.min(attempt, POLL_MS.length - 1)], waitMs - waited);
-    await new Promise((resolve) => setTimeout(resolve, pause));
+    await abortableSleep(pause, options.signal);
   }
 }
 

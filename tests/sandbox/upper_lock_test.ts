@@ -5,6 +5,8 @@ import { dirname } from "node:path";
 import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { removeLayerDir, upperLocker } from "../../src/environments/layer_removal.ts";
 import { exec, SandboxUpperInUseError, startSession } from "../../src/sandbox/mod.ts";
+import { loadTrampoline } from "../../src/sandbox/ffi.ts";
+import { tryLockUpper } from "../../src/sandbox/upper_lock.ts";
 import { sandboxTest, until, withWorkspace } from "./harness.ts";
 import { testEnvironment } from "./environment_fixture.ts";
 
@@ -151,6 +153,50 @@ sandboxTest(
         assert(exists(`${bob.upper}.lock`), "its lock file stays, for whoever waits on it");
         const r = await exec({ workspace, rootfs: bob }, ["sh", "-c", "cat /usr/kept 2>&1; true"]);
         assert(r.stdout.includes("No such file"), "the next sandbox starts from an empty upper");
+      });
+    } finally {
+      await env.dispose();
+    }
+  },
+);
+
+sandboxTest(
+  "cancelled while it waits for the upper: it ends at once with the cancel, and never runs",
+  async () => {
+    const env = await testEnvironment();
+    try {
+      await withWorkspace(async (workspace) => {
+        const bob = env.rootfs("bob", "host");
+        // Taken directly, as a layer removal takes it, before bob's upper exists: the library
+        // makes the upper right before it waits for the lock, which shows when it waits.
+        Deno.mkdirSync(dirname(bob.upper), { recursive: true, mode: 0o711 });
+        const held = tryLockUpper(await loadTrampoline(), bob.upper);
+        assert(held, "the upper's lock was free");
+        const cancel = new AbortController();
+        const reason = new Error("the turn was stopped");
+        try {
+          const running = exec({ workspace, rootfs: bob }, ["sh", "-c", "touch /work/ran"], {
+            signal: cancel.signal,
+            upperWaitMs: 20_000,
+          });
+          assert(await until(() => exists(bob.upper), 30_000), "the sandbox reached the lock");
+          const aborted = performance.now();
+          cancel.abort(reason);
+          const error = await running.then(() => null, (e: unknown) => e);
+          const tookMs = performance.now() - aborted;
+          assertEquals(error, reason, "rejected with the cancel's reason, nothing else");
+          assert(tookMs < 5_000, `ended ${Math.round(tookMs)} ms after the cancel, not at once`);
+        } finally {
+          held.release();
+        }
+        // A waiter left behind would take the lock now that it is free, and run.
+        const next = await exec({ workspace, rootfs: bob }, [
+          "sh",
+          "-c",
+          "test -e /work/ran && echo ran || echo no",
+        ]);
+        assertEquals(next.stdout, "no\n", next.stderr);
+        assert(!exists(`${workspace}/ran`), "the cancelled command never ran");
       });
     } finally {
       await env.dispose();
