@@ -23,6 +23,7 @@ import {
 import { MAX_CAPTURE_BYTES } from "./truncation.ts";
 import { type SessionKey, type SessionSandboxes, upperOf } from "./session_sandboxes.ts";
 import { SerialQueue } from "../sandbox/serial_queue.ts";
+import { abortableWait } from "../sandbox/abortable_wait.ts";
 import { loadEnvironment } from "../environments/environment_state.ts";
 import { environmentMounts } from "../environments/environment_mounts.ts";
 import { warnIfStale, withEnvironment } from "./environment_policy.ts";
@@ -115,6 +116,19 @@ export function sandboxPolicyForUser(config: CoopConfig, sandbox: UserSandbox): 
   return withEnvironment(policy, mounts);
 }
 
+/**
+ * The `ToolError` of a command cancelled before its sandbox started it — `error` is then the
+ * signal's reason, thrown by a wait on the way (another sandbox's upper layer, say) — else null.
+ */
+function cancelledBeforeStart(error: unknown, signal: AbortSignal | undefined): ToolError | null {
+  if (!signal?.aborted || error !== signal.reason) return null;
+  return new ToolError(
+    "tool.cancelled",
+    `cancelled before it started, so the command did not run (${errorMessage(error)})`,
+    { cause: error },
+  );
+}
+
 /** Runs non-owner commands in the sandbox; one per executor (the self-test gate runs once). */
 export class SandboxPlacement {
   readonly #config: CoopConfig;
@@ -186,7 +200,12 @@ export class SandboxPlacement {
     // Once per executor (i.e. at gateway start): a failed self-test refuses every sandboxed
     // command from then on — fail closed, never onto the host.
     this.#gateResult ??= this.#gate();
-    const refusal = await this.#gateResult;
+    let refusal: string | null;
+    try {
+      refusal = await abortableWait(this.#gateResult, signal);
+    } catch (error) {
+      throw cancelledBeforeStart(error, signal) ?? error;
+    }
     if (refusal) throw new ToolError("tool.sandbox_unavailable", refusal);
     let result: CommandResult;
     const options = {
@@ -209,16 +228,17 @@ export class SandboxPlacement {
           budgetSpent: sandbox.budgetSpent,
         })
         // One sandbox at a time on an upper layer: overlayfs gives undefined results when one
-        // upper directory is mounted twice at once (a person's concurrent turns wait here).
+        // upper directory is mounted twice at once (a person's concurrent turns wait here, and
+        // leave at once when cancelled).
         : await this.#uppers.after(
           upperOf(policy),
           () => this.#sandbox(policy, [...argv], options),
+          signal,
         );
     } catch (error) {
-      const reason = errorMessage(error);
-      throw new ToolError(
+      throw cancelledBeforeStart(error, signal) ?? new ToolError(
         "tool.sandbox_unavailable",
-        `the sandbox could not start, so the command did not run: ${reason}`,
+        `the sandbox could not start, so the command did not run: ${errorMessage(error)}`,
         { cause: error },
       );
     }

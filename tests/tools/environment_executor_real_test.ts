@@ -15,6 +15,9 @@ import { type ToolCall, ToolExecutor } from "../../src/tools/tool_executor.ts";
 import { sandboxPolicyForUser } from "../../src/tools/sandbox_placement.ts";
 import { buildTestBase, writeBuiltManifest } from "../environments/environment_fixture.ts";
 import { endEnvironmentSession } from "../../src/gateway/environment_sessions.ts";
+import { loadTrampoline } from "../../src/sandbox/ffi.ts";
+import { DEFAULT_UPPER_WAIT_MS, tryLockUpper } from "../../src/sandbox/upper_lock.ts";
+import { until } from "../sandbox/harness.ts";
 
 const ignore = Deno.env.get("COOP_SANDBOX_TEST") !== "1";
 
@@ -161,6 +164,57 @@ Deno.test({
         !fs.existsSync("/usr/local/note") ||
           fs.readFileSync("/usr/local/note", "utf8") !== "mine\n",
       );
+    } finally {
+      await environmentWritesSettled(); // the pool's refill must not race the removals
+      resetUser(join(base, "state"), "bob", true, await upperLocker());
+      await Deno.remove(base, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "environment: a command cancelled while another sandbox has bob's upper ends at once, unrun",
+  ignore,
+  async fn() {
+    const { base, file, text } = await setUp();
+    await Deno.writeTextFile(join(base, "Coopfile"), '[base]\nimage = "host"\n');
+    try {
+      const config = parseConfig(text, file, base);
+      writeBuiltManifest(config.agent.stateDir, join(base, "Coopfile"));
+      const executor = new ToolExecutor(config);
+      // Bob's policy as every call of his gets it; building it makes the directory of his upper.
+      const policy = sandboxPolicyForUser(config, {
+        user: "bob",
+        settings: executor.settingsFor(config.users[1]),
+        workspace: join(base, "ws", "bob"),
+      });
+      const upper = policy.rootfs && "upper" in policy.rootfs ? policy.rootfs.upper : "";
+      // Another sandbox of bob's has it (`coop run` in another process, say): its lock taken
+      // directly, before the upper exists — the library makes it right before it waits.
+      const held = tryLockUpper(await loadTrampoline(), upper);
+      ok(held, "bob's upper was free");
+      const cancel = new AbortController();
+      try {
+        const call = executor.call({ ...bash("bob", "touch /work/ran"), signal: cancel.signal });
+        ok(await until(() => fs.existsSync(upper), 30_000), "the command reached the lock");
+        const aborted = performance.now();
+        cancel.abort(new Error("the turn was stopped"));
+        const outcome = await call;
+        const tookMs = performance.now() - aborted;
+        strictEqual(outcome.isError, true);
+        ok(outcome.content.includes("cancelled before it started"), outcome.content);
+        ok(
+          tookMs < DEFAULT_UPPER_WAIT_MS / 2,
+          `ended ${Math.round(tookMs)} ms after the cancel, not at once`,
+        );
+      } finally {
+        held.release();
+      }
+      // A waiter left behind would take the lock now that it is free, and run.
+      const after = await executor.call(bash("bob", "test -e /work/ran && echo ran || echo no"));
+      strictEqual(after.content, "no\n[exit code 0]");
+      ok(!fs.existsSync(join(base, "ws", "bob", "ran")), "the cancelled command never ran");
     } finally {
       await environmentWritesSettled(); // the pool's refill must not race the removals
       resetUser(join(base, "state"), "bob", true, await upperLocker());

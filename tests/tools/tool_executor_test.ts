@@ -6,6 +6,8 @@ import { type ToolCall, ToolExecutor } from "../../src/tools/tool_executor.ts";
 import type { HostRunOptions } from "../../src/tools/host_runner.ts";
 import type { SandboxPolicyInput } from "../../src/sandbox/mod.ts";
 import { SandboxSetupError } from "../../src/sandbox/mod.ts";
+import { writeBuiltManifest } from "../environments/environment_fixture.ts";
+import { until } from "../sandbox/harness.ts";
 
 const CONFIG = `
 [agent]
@@ -289,4 +291,72 @@ Deno.test("a failed self-test at start refuses every sandboxed command, once che
     (text) => text,
     gate,
   );
+});
+
+Deno.test("a command cancelled while bob's previous one has his upper leaves at once, unrun", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-exec-" }));
+  // The sandbox's root (a dedicated uid under root) must reach the environment's directories.
+  await Deno.chmod(dir, 0o755);
+  try {
+    await Deno.writeTextFile(join(dir, "Coopfile"), '[base]\nimage = "host"\n');
+    const text = CONFIG.replace('workspace = "ws"', 'workspace = "ws"\nstate_dir = "state"') +
+      'environment = "Coopfile"\n';
+    const config = parseConfig(text, join(dir, "coop.toml"), dir);
+    writeBuiltManifest(config.agent.stateDir, join(dir, "Coopfile"));
+    const ran: string[] = [];
+    let release = () => {};
+    const executor = new ToolExecutor(config, {
+      sandbox: (_policy, argv) => {
+        ran.push(argv[2]);
+        if (argv[2] !== "first") return Promise.resolve(done);
+        return new Promise((resolve) => release = () => resolve(done));
+      },
+    });
+    const first = executor.call(call("bob", "inner", "bash", { command: "first" }));
+    ok(await until(() => ran.length === 1, 5000), "the first command runs");
+    const cancel = new AbortController();
+    // A wait that the cancel ends listens to the signal meanwhile: counted, to see the second
+    // command parked behind the first (the self-test gate's wait is over within the same tick).
+    let listening = 0;
+    const { signal } = cancel;
+    const [listen, unlisten] = [signal.addEventListener, signal.removeEventListener];
+    signal.addEventListener = (...args: Parameters<typeof listen>) => {
+      if (args[0] === "abort") listening++;
+      listen.apply(signal, args);
+    };
+    signal.removeEventListener = (...args: Parameters<typeof unlisten>) => {
+      if (args[0] === "abort") listening--;
+      unlisten.apply(signal, args);
+    };
+    const second = executor.call({
+      ...call("bob", "inner", "bash", { command: "second" }),
+      signal: cancel.signal,
+    });
+    ok(
+      await until(() => listening === 1, 5000),
+      "the second command waits for the first, listening for a cancel",
+    );
+    cancel.abort(new Error("the turn was stopped"));
+    // Bounded only to fail rather than hang: without the fix it waits for the first forever.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      second,
+      new Promise<null>((resolve) => timer = setTimeout(() => resolve(null), 10_000)),
+    ]);
+    clearTimeout(timer);
+    ok(outcome, "the cancelled command left the queue while the first one still runs");
+    strictEqual(outcome.isError, true);
+    ok(outcome.content.includes("cancelled before it started"), outcome.content);
+    ok(outcome.content.includes("the turn was stopped"), outcome.content);
+    release();
+    strictEqual((await first).isError, false);
+    // And the one after it runs once the first is done: the queue was not left stuck.
+    strictEqual(
+      (await executor.call(call("bob", "inner", "bash", { command: "third" }))).isError,
+      false,
+    );
+    deepStrictEqual(ran, ["first", "third"], "the cancelled command never reached the sandbox");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
