@@ -5,7 +5,15 @@
  */
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { SessionEndedError, startSession } from "../../src/sandbox/session.ts";
-import { SANDBOX_TESTS, sandboxTest, STRACE, withSetsidHeld, withWorkspace } from "./harness.ts";
+import {
+  hostProcessesWith,
+  SANDBOX_TESTS,
+  sandboxTest,
+  STRACE,
+  until,
+  withSetsidHeld,
+  withWorkspace,
+} from "./harness.ts";
 
 /** Whether host pid `pid` is gone (or a zombie nobody will run again). */
 function ended(pid: number): boolean {
@@ -15,28 +23,6 @@ function ended(pid: number): boolean {
   } catch {
     return true;
   }
-}
-
-/** Host pids whose command line contains `marker` (processes of any sandbox included). */
-function hostPidsWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
-      if (cmdline.includes(marker) && !ended(Number(entry.name))) found.push(Number(entry.name));
-    } catch { /* exited meanwhile */ }
-  }
-  return found;
-}
-
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return check();
 }
 
 const CURL_RETRY = "for i in $(seq 100); do curl -sf http://127.0.0.1:8000/ && exit 0; " +
@@ -58,12 +44,12 @@ sandboxTest(
         const fetched = await session.exec(["sh", "-c", CURL_RETRY], { timeoutMs: 20_000 });
         assertEquals(fetched.exitCode, 0, fetched.stderr);
         assertEquals(fetched.stdout, "hello from the session\n");
-        assert(hostPidsWith("http.server").length > 0, "the server runs between commands");
+        assert(hostProcessesWith("http.server").length > 0, "the server runs between commands");
       } finally {
         await session.stop();
       }
       assert(ended(session.pid), "the session's init is gone");
-      assert(await waitFor(() => hostPidsWith("http.server").length === 0, 2000), "server left");
+      assert(await until(() => hostProcessesWith("http.server").length === 0, 2000), "server left");
       await assertRejects(() => session.exec(["true"]), SessionEndedError);
     });
   },
@@ -184,13 +170,13 @@ sandboxTest(
         await session.exec(["sh", "-c", `setsid -f sleep ${marker}1 >/dev/null 2>&1`]);
         await session.exec(["sh", "-c", `(sh -c 'sleep ${marker}2 >/dev/null 2>&1 &' &)`]);
         assert(
-          await waitFor(() => hostPidsWith(marker).length === 3, 2000),
-          `three daemons run: ${hostPidsWith(marker)}`,
+          await until(() => hostProcessesWith(marker).length === 3, 2000),
+          `three daemons run: ${hostProcessesWith(marker)}`,
         );
       } finally {
         await session.stop();
       }
-      assert(await waitFor(() => hostPidsWith(marker).length === 0, 2000), "a daemon survived");
+      assert(await until(() => hostProcessesWith(marker).length === 0, 2000), "a daemon survived");
     });
   },
 );
@@ -265,7 +251,7 @@ sandboxTest("stopping a session ends the command it runs; later commands are ref
     // A unique duration marks the command: stop once it runs, not after a guessed delay.
     const marker = String(3_000_000 + Math.floor(Math.random() * 1_000_000));
     const running = session.exec(["sleep", marker]);
-    assert(await waitFor(() => hostPidsWith(marker).length > 0, 10_000), "sleep never started");
+    assert(await until(() => hostProcessesWith(marker).length > 0, 10_000), "sleep never started");
     await session.stop();
     const r = await running;
     assertEquals([r.signal, r.exitCode], ["SIGKILL", 137]);
@@ -293,7 +279,7 @@ sandboxTest("killing the gateway (SIGKILL) leaves no session sandbox behind", as
     assertEquals(output.signal, "SIGKILL", new TextDecoder().decode(output.stderr));
     const pid = Number(new TextDecoder().decode(output.stdout).trim());
     assert(pid > 0, "the gateway printed its session's init");
-    assert(await waitFor(() => ended(pid), 3000), `session init ${pid} outlived its gateway`);
-    assert(await waitFor(() => hostPidsWith(marker).length === 0, 3000), "a process survived");
+    assert(await until(() => ended(pid), 3000), `session init ${pid} outlived its gateway`);
+    assert(await until(() => hostProcessesWith(marker).length === 0, 3000), "a process survived");
   });
 });
