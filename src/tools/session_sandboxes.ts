@@ -27,6 +27,7 @@ import { randomBytes } from "node:crypto";
 import { getLogger } from "@logtape/logtape";
 import { errorMessage } from "../errors/coop_error.ts";
 import { SerialQueue } from "../sandbox/serial_queue.ts";
+import { abortableWait } from "../sandbox/abortable_wait.ts";
 import {
   type ExecResult,
   type SandboxPolicyInput,
@@ -160,7 +161,7 @@ export class SessionSandboxes {
     argv: readonly string[],
     options: SessionExecOptions & { idleTimeoutMs: number } & SessionEndHooks,
   ): Promise<ExecResult> {
-    const entry = await this.#entryFor(key, policy);
+    const entry = await this.#entryFor(key, policy, options.signal);
     clearTimeout(entry.idle);
     entry.lastUsed = performance.now();
     // The latest turn's meter pays for what the session runs in the background until it ends.
@@ -172,7 +173,8 @@ export class SessionSandboxes {
     entry.running++;
     let live: SessionSandbox | undefined;
     try {
-      live = await entry.sandbox;
+      // A cancel while it starts leaves at once; the sandbox starts on and idles for the next.
+      live = await abortableWait(entry.sandbox, options.signal);
       return await live.exec(argv, options);
     } finally {
       entry.running--;
@@ -195,8 +197,8 @@ export class SessionSandboxes {
    * The live sandbox for `key`, started if need be; one person's calls take turns (two at once
    * each started one, and the one overwritten lived on unseen, holding its upper).
    */
-  #entryFor(key: SessionKey, policy: SandboxPolicyInput): Promise<Entry> {
-    return this.#starts.after(key.user, () => this.#findOrStart(key, policy));
+  #entryFor(key: SessionKey, policy: SandboxPolicyInput, signal?: AbortSignal): Promise<Entry> {
+    return this.#starts.after(key.user, () => this.#findOrStart(key, policy), signal);
   }
 
   async #findOrStart(key: SessionKey, policy: SandboxPolicyInput): Promise<Entry> {

@@ -18,6 +18,7 @@ import { endEnvironmentSession } from "../../src/gateway/environment_sessions.ts
 import { loadTrampoline } from "../../src/sandbox/ffi.ts";
 import { DEFAULT_UPPER_WAIT_MS, tryLockUpper } from "../../src/sandbox/upper_lock.ts";
 import { until } from "../sandbox/harness.ts";
+import { SessionSandboxes } from "../../src/tools/session_sandboxes.ts";
 
 const ignore = Deno.env.get("COOP_SANDBOX_TEST") !== "1";
 
@@ -172,53 +173,79 @@ Deno.test({
   },
 });
 
+/**
+ * Bob's command is cancelled while another sandbox of his holds his upper's lock: it ends at
+ * once, reported as not run, and leaves no waiter behind. `live`: his sandboxes live for the
+ * session (the wait is then the session sandbox's start, which other calls share).
+ */
+async function cancelWhileUpperHeld(live: boolean): Promise<void> {
+  const { base, file, text } = await setUp();
+  await Deno.writeTextFile(join(base, "Coopfile"), '[base]\nimage = "host"\n');
+  const lifetime = live ? 'lifetime = "session"\n' : "";
+  const sessions = live ? new SessionSandboxes(join(base, "state")) : undefined;
+  try {
+    const config = parseConfig(
+      text.replace('environment = "Coopfile"\n', `environment = "Coopfile"\n${lifetime}`),
+      file,
+      base,
+    );
+    writeBuiltManifest(config.agent.stateDir, join(base, "Coopfile"));
+    const executor = new ToolExecutor(config, { sessionSandboxes: sessions });
+    const session = live ? "s1" : undefined;
+    // Bob's policy as every call of his gets it; building it makes the directory of his upper.
+    const policy = sandboxPolicyForUser(config, {
+      user: "bob",
+      settings: executor.settingsFor(config.users[1]),
+      workspace: join(base, "ws", "bob"),
+    });
+    const upper = policy.rootfs && "upper" in policy.rootfs ? policy.rootfs.upper : "";
+    // Another sandbox of bob's has it (`coop run` in another process, say): its lock taken
+    // directly, before the upper exists — the library makes it right before it waits.
+    const held = tryLockUpper(await loadTrampoline(), upper);
+    ok(held, "bob's upper was free");
+    const cancel = new AbortController();
+    try {
+      const call = executor.call({
+        ...bash("bob", "touch /work/ran", session),
+        signal: cancel.signal,
+      });
+      ok(await until(() => fs.existsSync(upper), 30_000), "the command reached the lock");
+      const aborted = performance.now();
+      cancel.abort(new Error("the turn was stopped"));
+      const outcome = await call;
+      const tookMs = performance.now() - aborted;
+      strictEqual(outcome.isError, true);
+      ok(outcome.content.includes("cancelled before it started"), outcome.content);
+      ok(
+        tookMs < DEFAULT_UPPER_WAIT_MS / 2,
+        `ended ${Math.round(tookMs)} ms after the cancel, not at once`,
+      );
+    } finally {
+      held.release();
+    }
+    // A waiter left behind would take the lock now that it is free, and run.
+    const after = await executor.call(
+      bash("bob", "test -e /work/ran && echo ran || echo no", session),
+    );
+    strictEqual(after.content, "no\n[exit code 0]");
+    ok(!fs.existsSync(join(base, "ws", "bob", "ran")), "the cancelled command never ran");
+  } finally {
+    await sessions?.stopAll();
+    await environmentWritesSettled(); // the pool's refill must not race the removals
+    resetUser(join(base, "state"), "bob", true, await upperLocker());
+    await Deno.remove(base, { recursive: true });
+  }
+}
+
 Deno.test({
   name:
     "environment: a command cancelled while another sandbox has bob's upper ends at once, unrun",
   ignore,
-  async fn() {
-    const { base, file, text } = await setUp();
-    await Deno.writeTextFile(join(base, "Coopfile"), '[base]\nimage = "host"\n');
-    try {
-      const config = parseConfig(text, file, base);
-      writeBuiltManifest(config.agent.stateDir, join(base, "Coopfile"));
-      const executor = new ToolExecutor(config);
-      // Bob's policy as every call of his gets it; building it makes the directory of his upper.
-      const policy = sandboxPolicyForUser(config, {
-        user: "bob",
-        settings: executor.settingsFor(config.users[1]),
-        workspace: join(base, "ws", "bob"),
-      });
-      const upper = policy.rootfs && "upper" in policy.rootfs ? policy.rootfs.upper : "";
-      // Another sandbox of bob's has it (`coop run` in another process, say): its lock taken
-      // directly, before the upper exists — the library makes it right before it waits.
-      const held = tryLockUpper(await loadTrampoline(), upper);
-      ok(held, "bob's upper was free");
-      const cancel = new AbortController();
-      try {
-        const call = executor.call({ ...bash("bob", "touch /work/ran"), signal: cancel.signal });
-        ok(await until(() => fs.existsSync(upper), 30_000), "the command reached the lock");
-        const aborted = performance.now();
-        cancel.abort(new Error("the turn was stopped"));
-        const outcome = await call;
-        const tookMs = performance.now() - aborted;
-        strictEqual(outcome.isError, true);
-        ok(outcome.content.includes("cancelled before it started"), outcome.content);
-        ok(
-          tookMs < DEFAULT_UPPER_WAIT_MS / 2,
-          `ended ${Math.round(tookMs)} ms after the cancel, not at once`,
-        );
-      } finally {
-        held.release();
-      }
-      // A waiter left behind would take the lock now that it is free, and run.
-      const after = await executor.call(bash("bob", "test -e /work/ran && echo ran || echo no"));
-      strictEqual(after.content, "no\n[exit code 0]");
-      ok(!fs.existsSync(join(base, "ws", "bob", "ran")), "the cancelled command never ran");
-    } finally {
-      await environmentWritesSettled(); // the pool's refill must not race the removals
-      resetUser(join(base, "state"), "bob", true, await upperLocker());
-      await Deno.remove(base, { recursive: true });
-    }
-  },
+  fn: () => cancelWhileUpperHeld(false),
+});
+
+Deno.test({
+  name: "environment: the same for a live session's command, cancelled while its sandbox starts",
+  ignore,
+  fn: () => cancelWhileUpperHeld(true),
 });
