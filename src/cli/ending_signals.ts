@@ -6,8 +6,8 @@
  * terminal restored — before it exits with 128 + the signal's number. Ended by the default
  * action instead, a Ctrl-C on a piped `coop run` skipped that scan and left the traps armed.
  * Caught from before the sandbox starts until that after-work is done: a signal that comes while
- * the sandbox is being made kills it as soon as it exists, and a second Ctrl-C cannot cut the
- * scan short.
+ * the sandbox is being made ends its waits at once (`abort`, e.g. for another sandbox's upper
+ * layer) or kills it as soon as it exists, and a second Ctrl-C cannot cut the scan short.
  * @module
  */
 import { type SignalName, signalNumber } from "../sandbox/wait_status.ts";
@@ -24,10 +24,23 @@ export interface Killable {
   kill(signal: "SIGKILL"): void;
 }
 
+/** Why `EndingSignals.abort` aborted: an ending signal came before the sandbox started. */
+export class EndedBeforeStart extends Error {
+  constructor(readonly signal: SignalName) {
+    super(`${signal} before the sandbox started; the command did not run`);
+    this.name = "EndedBeforeStart";
+  }
+}
+
 /** The ending signals, caught for one command (see the module's text). */
 export interface EndingSignals {
   /** The first ending signal coop got, or null. */
   readonly signal: SignalName | null;
+  /**
+   * Aborted with an `EndedBeforeStart` by the first ending signal: for the waits before the
+   * sandbox exists (`SpawnOptions.signal`).
+   */
+  readonly abort: AbortSignal;
   /** Kills `sandbox` on an ending signal from now on — at once when one came already. */
   attach(sandbox: Killable): void;
   /** 128 + the signal's number when one came, else `exitCode`. */
@@ -43,7 +56,7 @@ export interface EndingSignals {
  * ```ts
  * const ending = catchEndingSignals();
  * try {
- *   const child = await spawnSandboxed(policy, argv);
+ *   const child = await spawnSandboxed(policy, argv, { signal: ending.abort });
  *   ending.attach(child);
  *   return ending.exitCode((await child.status).exitCode);
  * } finally {
@@ -54,9 +67,11 @@ export interface EndingSignals {
 export function catchEndingSignals(): EndingSignals {
   let caught: SignalName | null = null;
   let sandbox: Killable | null = null;
+  const abort = new AbortController();
   const listeners = ENDING_SIGNALS.map((signal) => {
     const listener = () => {
       caught ??= signal;
+      if (!abort.signal.aborted) abort.abort(new EndedBeforeStart(caught));
       sandbox?.kill("SIGKILL");
     };
     Deno.addSignalListener(signal, listener);
@@ -66,6 +81,7 @@ export function catchEndingSignals(): EndingSignals {
     get signal() {
       return caught;
     },
+    abort: abort.signal,
     attach(killable) {
       sandbox = killable;
       if (caught) killable.kill("SIGKILL");

@@ -25,7 +25,7 @@ import {
 } from "./sandbox_exec_command.ts";
 import { writeStderr } from "./stderr.ts";
 import { reportOutcome, runOnTerminal } from "./terminal_session.ts";
-import { catchEndingSignals } from "./ending_signals.ts";
+import { catchEndingSignals, EndedBeforeStart } from "./ending_signals.ts";
 import { scanAfterRun } from "./run_scan.ts";
 import { endThrowawaySession, type UserSandbox, userSandbox } from "./user_sandbox.ts";
 import type { EnvironmentSession } from "../environments/environment_mounts.ts";
@@ -145,6 +145,10 @@ async function runIn(
     }
     return outcome.exitCode;
   } catch (error) {
+    if (error instanceof EndedBeforeStart) {
+      writeStderr(`coop: ${error.message}\n`);
+      return ending.exitCode(EXIT_SANDBOX_FAILED);
+    }
     if (!(error instanceof SandboxError)) throw error;
     writeStderr(`coop: ${error.message}\n`);
     return EXIT_SANDBOX_FAILED;

@@ -26,7 +26,7 @@ import { callerPath } from "./caller_path.ts";
 import { writeStderr } from "./stderr.ts";
 import { printStdout, writeAllSync } from "./stdout.ts";
 import { UsageError } from "./usage_error.ts";
-import { catchEndingSignals, type EndingSignals } from "./ending_signals.ts";
+import { catchEndingSignals, EndedBeforeStart, type EndingSignals } from "./ending_signals.ts";
 
 /** Exit status when the timeout ended the sandbox (as coreutils `timeout`). */
 export const EXIT_TIMEOUT = 124;
@@ -143,9 +143,7 @@ export async function sandboxExecCommand(args: string[]): Promise<number> {
     checkFlags(policy);
     await cgroupHostWithDelegation();
     if (values.json) {
-      const abort = new AbortController();
-      ending.attach({ kill: () => abort.abort() });
-      const result = await exec(policy, positionals, { timeoutMs, signal: abort.signal });
+      const result = await exec(policy, positionals, { timeoutMs, signal: ending.abort });
       printStdout(JSON.stringify(result, null, 2) + "\n");
       return ending.signal
         ? ending.exitCode(result.exitCode)
@@ -155,6 +153,10 @@ export async function sandboxExecCommand(args: string[]): Promise<number> {
     }
     return await streamCommand(policy, positionals, { timeoutMs, ending });
   } catch (error) {
+    if (error instanceof EndedBeforeStart) {
+      writeStderr(`coop: ${error.message}\n`);
+      return ending.exitCode(EXIT_SANDBOX_FAILED);
+    }
     if (!(error instanceof SandboxError)) throw error;
     const where = error instanceof SandboxSetupError && error.step === "mount-workspace"
       ? ` (--workspace ${workspace})`
@@ -233,7 +235,11 @@ export async function streamCommand(
   argv: string[],
   { timeoutMs, ending }: { timeoutMs: number; ending: EndingSignals },
 ): Promise<number> {
-  const child = await spawnSandboxed(policy, argv, { stdin: true, timeoutMs });
+  const child = await spawnSandboxed(policy, argv, {
+    stdin: true,
+    timeoutMs,
+    signal: ending.abort,
+  });
   ending.attach(child);
   const forward = (stream: typeof child.stdout, file: typeof Deno.stdout) =>
     new Promise<void>((done) => {

@@ -61,6 +61,7 @@ export async function runOnTerminal(
     env: options.env,
     timeoutMs: options.timeoutMs,
     terminal: ownerSize(),
+    signal: ending.abort,
   });
   ending.attach(child);
   const terminal = child.terminal!;
