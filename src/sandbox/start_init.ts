@@ -17,6 +17,7 @@ import type { SandboxPolicy } from "./policy.ts";
 import { type StartedSandbox, startSandbox } from "./prestart.ts";
 import { protectedPathsOffLoop } from "./protected_paths.ts";
 import { type PolicyProxy, startPolicyProxy } from "./proxy/policy_proxy.ts";
+import { DenialWarnings } from "./proxy/denial_warnings.ts";
 import { buildSpec } from "./spec.ts";
 import { type OverlayMount, overlayMount } from "./held_overlay.ts";
 import { HOST_LOWER_DIR, prepareRootfs } from "./rootfs.ts";
@@ -231,6 +232,8 @@ function startProxy(
   argv: readonly string[],
   options: SpawnOptions,
 ): Promise<PolicyProxy> {
+  // Bounded: a command that loops on a refused connection must not flood the gateway's log.
+  const warnings = new DenialWarnings({ command: argv[0], expected: options.expectViolations });
   return startPolicyProxy({
     allowDomains: policy.allowDomains,
     resolve: options.proxy?.resolve,
@@ -240,12 +243,8 @@ function startProxy(
     neverDial: policy.proxyNeverDial,
     maxConnections: policy.proxyMaxConnections,
     socketOwner: (process.getuid?.() ?? 0) === 0 ? ids : undefined,
-    onDenied: (denial) => {
-      const message = "sandbox.proxy_denied {command}: {host}:{port} {reason}";
-      const fields = { command: argv[0], ...denial };
-      if (options.expectViolations) log.debug(message, fields);
-      else log.warn(message, fields);
-    },
+    onDenied: (denial) => warnings.denied(denial),
+    onClosed: () => warnings.end(),
     onCapReached: (maxConnections) =>
       log.warn(
         "sandbox.limit.proxy_connections {command}: {maxConnections} proxy connections open; " +

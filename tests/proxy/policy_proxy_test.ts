@@ -462,3 +462,35 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "proxy: onClosed comes once, after the last decision, even one pending at close()",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const events: string[] = [];
+    const answer = Promise.withResolvers<string[]>();
+    const asked = Promise.withResolvers<void>();
+    const proxy = await startPolicyProxy({
+      allowDomains: ["slow.test"],
+      resolve: () => {
+        asked.resolve();
+        return answer.promise;
+      },
+      onDenied: (denial) => events.push(`denied ${denial.host}`),
+      onClosed: () => events.push("closed"),
+    });
+    await ask(proxy.socketPath, `CONNECT evil.test:443 HTTP/1.1\r\n${auth(proxy.token)}\r\n`);
+    const pending = ask(
+      proxy.socketPath,
+      `CONNECT slow.test:443 HTTP/1.1\r\n${auth(proxy.token)}\r\n`,
+    );
+    await asked.promise;
+    const closed = proxy.close();
+    answer.resolve(["10.0.0.7"]); // private: refused
+    await closed;
+    await proxy.close();
+    await pending;
+    assertEquals(events, ["denied evil.test", "denied slow.test", "closed"]);
+  },
+});

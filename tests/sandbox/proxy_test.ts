@@ -11,6 +11,7 @@ import { assert, assertEquals, assertMatch, assertNotIncludes, assertRejects } f
 import { keyValues, python } from "./attacks/attack_table.ts";
 import { sandboxTest, withWorkspace } from "./harness.ts";
 import { echoServer, recordingResolver, recordingTcpServer } from "./proxy_fixture.ts";
+import { withCapturedLogs } from "../fixtures/captured_logs.ts";
 
 /** `sh -c script args…` in a fresh workspace with network "proxy" and these allowed domains. */
 function proxySh(
@@ -202,4 +203,40 @@ sandboxTest("proxy: a failed capture setup stops the sandbox, naming the step", 
     );
     assertEquals(error.step, "capture");
   }
+});
+
+sandboxTest("proxy: a command refused 500 times logs a few warnings and a total", async () => {
+  // One connection at a time, each answer read: every request reaches the proxy, none is
+  // refused by the connection cap instead.
+  const program = `
+import base64, os, socket
+credentials = os.environ["HTTP_PROXY"].split("//")[1].split("@")[0]
+auth = base64.b64encode(credentials.encode()).decode()
+for i in range(500):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(("CONNECT h%d.test:443 HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n"
+               % (i, auth)).encode())
+    assert s.recv(12) == b"HTTP/1.1 403"
+    s.close()
+print("done")`;
+  const { r, records } = await withCapturedLogs(async (records) => ({
+    r: await withWorkspace((workspace) =>
+      exec({ workspace, network: "proxy", allowDomains: [] }, ["python3", "-c", program], {
+        timeoutMs: 60_000,
+      })
+    ),
+    records,
+  }));
+  assertEquals(r.stdout, "done\n", r.stderr);
+  assertEquals(r.proxyDenials.length, 500);
+  // Five denials one by one, and the summary of the other 495 once the sandbox ended.
+  assertEquals(records.filter((record) => record.level === "warning").length, 6);
+  const logged = (event: string) => records.filter((record) => record.properties.event === event);
+  assertEquals(
+    logged("sandbox.proxy_denied").map((record) => record.properties.host),
+    ["h0.test", "h1.test", "h2.test", "h3.test", "h4.test"],
+  );
+  const summaries = logged("sandbox.proxy_denied.suppressed");
+  assertEquals(summaries.map((record) => record.level), ["warning"]);
+  assertMatch(summaries[0].message.join(""), /python3: 495 more denials .*\(500 in all\)/);
 });

@@ -69,6 +69,8 @@ export interface PolicyProxyOptions {
   maxConnections?: number;
   /** Called for each denial, as it happens. */
   onDenied?: (denial: ProxyDenial) => void;
+  /** Called once the proxy has closed: after its last `onDenied`. */
+  onClosed?: () => void;
   /** Called when the connection cap first refuses a connection. */
   onCapReached?: (maxConnections: number) => void;
   /** Owner of the socket directory and socket: the sandbox's outer ids, when they differ. */
@@ -173,10 +175,6 @@ function capReply(maxConnections: number): Uint8Array {
   );
 }
 
-function randomToken(): string {
-  return randomBytes(24).toString("hex");
-}
-
 /**
  * Starts a policy proxy on a fresh unix socket in a private directory.
  *
@@ -201,7 +199,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     hostNetwork: () => watchedHostNetwork(lib),
   };
   const maxConnections = options.maxConnections ?? DEFAULT_PROXY_MAX_CONNECTIONS;
-  const token = randomToken();
+  const token = randomBytes(24).toString("hex");
   const dir = await mkdtemp(`${tmpdir()}/coop-proxy-`);
   const socketPath = `${dir}/proxy.sock`;
   const denials: ProxyDenial[] = [];
@@ -303,6 +301,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
     await relay?.close();
     await Promise.allSettled([...handlers]);
     await rm(dir, { recursive: true, force: true }).catch(() => {});
+    options.onClosed?.();
   };
   try {
     relay = await listenRelay(socketPath, {
