@@ -92,6 +92,32 @@ export async function withWorkspace<T>(fn: (workspace: string) => Promise<T>): P
   }
 }
 
+/**
+ * Runs the Deno script `script` with `args` (and `env` added) as another process; resolves once
+ * it printed its first line, with that line (trimmed).
+ */
+export async function startScript(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ process: Deno.ChildProcess; first: string }> {
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--no-prompt", script, ...args],
+    env,
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  reader.releaseLock();
+  return { process, first: text.trim() };
+}
+
 /** Runs a shell script in a fresh sandbox with a fresh workspace. */
 export function sh(script: string, options: ExecOptions = {}): Promise<ExecResult> {
   return withWorkspace((workspace) => exec({ workspace }, ["sh", "-c", script], options));

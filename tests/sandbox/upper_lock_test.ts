@@ -7,28 +7,10 @@ import { removeLayerDir, upperLocker } from "../../src/environments/layer_remova
 import { exec, SandboxUpperInUseError, startSession } from "../../src/sandbox/mod.ts";
 import { loadTrampoline } from "../../src/sandbox/ffi.ts";
 import { tryLockUpper } from "../../src/sandbox/upper_lock.ts";
-import { sandboxTest, until, withWorkspace } from "./harness.ts";
+import { sandboxTest, startScript, until, withWorkspace } from "./harness.ts";
 import { testEnvironment } from "./environment_fixture.ts";
 
 const CHILD = new URL("./upper_lock_child.ts", import.meta.url).pathname;
-
-/** Starts the child script; resolves once it printed its first line. */
-async function child(args: string[]): Promise<{ process: Deno.ChildProcess; first: string }> {
-  const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "--no-prompt", CHILD, ...args],
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    text += value;
-  }
-  reader.releaseLock();
-  return { process, first: text.trim() };
-}
 
 function exists(path: string): boolean {
   try {
@@ -46,7 +28,7 @@ sandboxTest(
     try {
       await withWorkspace(async (workspace) => {
         const policy = { workspace, rootfs: env.rootfs("bob", "host") };
-        const other = child([
+        const other = startScript(CHILD, [
           "exec",
           JSON.stringify(policy),
           "touch /work/started; sleep 1; echo mine > /usr/owner; touch /work/ended",
@@ -112,7 +94,7 @@ sandboxTest("a holder that is killed releases the upper with its sandbox", async
   try {
     await withWorkspace(async (workspace) => {
       const policy = { workspace, rootfs: env.rootfs("bob", "host") };
-      const holder = await child(["session", JSON.stringify(policy)]);
+      const holder = await startScript(CHILD, ["session", JSON.stringify(policy)]);
       assertEquals(holder.first, "ready");
       const refused = await assertRejects(
         () => exec(policy, ["sh", "-c", "true"], { upperWaitMs: 200 }),
