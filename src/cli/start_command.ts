@@ -17,7 +17,11 @@ import { connectionCap, openFileLimit } from "./connection_budget.ts";
 import { listenFailure } from "./listen_failure.ts";
 import { enabledMessengers, MessengerChannels } from "./messenger_channels.ts";
 import { ConfigReloader } from "./config_reload.ts";
-import { settleSandboxCgroups, sweepDeadSandboxCgroups } from "../sandbox/mod.ts";
+import {
+  settleSandboxCgroups,
+  sweepDeadProxyDirs,
+  sweepDeadSandboxCgroups,
+} from "../sandbox/mod.ts";
 import { IdleMemoryRelease, releaseStartupPages } from "./idle_memory_release.ts";
 
 const log = getLogger(["coop", "start"]);
@@ -34,8 +38,10 @@ export async function startCommand(
   if (typeof started === "number") return started;
   const { config, gateway, db, banner, lock } = started;
   say(banner);
-  // What a gateway killed outright left (its sandboxes' cgroups): nothing else removes them.
+  // What a gateway killed outright left (its sandboxes' cgroups, its proxies' socket
+  // directories): nothing else removes them.
   sweepDeadSandboxCgroups();
+  await sweepDeadProxyDirs();
   const http = config.channels.http?.enabled ? config.channels.http : undefined;
   if (!http && config.cron.length === 0 && enabledMessengers(config).length === 0) {
     gateway.close();

@@ -50,6 +50,7 @@ export {
   parseAllowEntry,
   parseSocketAddress,
   startPolicyProxy,
+  sweepDeadProxyDirs,
 } from "./proxy/mod.ts";
 export type {
   AddressDecision,
@@ -60,6 +61,7 @@ export type {
   PolicyProxy,
   PolicyProxyOptions,
   ProxyDenial,
+  ProxyDirSweep,
   Resolver,
   SocketAddress,
 } from "./proxy/mod.ts";

@@ -31,6 +31,7 @@ export {
   proxyUrl,
   startPolicyProxy,
 } from "./policy_proxy.ts";
+export { type ProxyDirSweep, sweepDeadProxyDirs } from "./socket_dir.ts";
 export {
   decide,
   type DecideOptions,

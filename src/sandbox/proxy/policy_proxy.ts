@@ -26,11 +26,10 @@ import {
 import { errnoText } from "../errno.ts";
 import { sameSecret } from "../secret_compare.ts";
 import { randomBytes } from "node:crypto";
-import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { listenRelay, type RelayConnection } from "./native_relay.ts";
 import { loadTrampoline } from "../ffi.ts";
 import { watchedHostNetwork } from "./host_network_watch.ts";
+import { makeSocketDir } from "./socket_dir.ts";
 
 /** One request the proxy refused by policy. */
 export interface ProxyDenial {
@@ -73,7 +72,7 @@ export interface PolicyProxyOptions {
   onClosed?: () => void;
   /** Called when the connection cap first refuses a connection. */
   onCapReached?: (maxConnections: number) => void;
-  /** Owner of the socket directory and socket: the sandbox's outer ids, when they differ. */
+  /** Owner of the socket: the sandbox's outer ids, when they differ (socket_dir.ts). */
   socketOwner?: { uid: number; gid: number };
 }
 
@@ -176,7 +175,7 @@ function capReply(maxConnections: number): Uint8Array {
 }
 
 /**
- * Starts a policy proxy on a fresh unix socket in a private directory.
+ * Starts a policy proxy on a fresh unix socket in a private directory (socket_dir.ts).
  *
  * @example
  * ```ts
@@ -200,8 +199,8 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
   };
   const maxConnections = options.maxConnections ?? DEFAULT_PROXY_MAX_CONNECTIONS;
   const token = randomBytes(24).toString("hex");
-  const dir = await mkdtemp(`${tmpdir()}/coop-proxy-`);
-  const socketPath = `${dir}/proxy.sock`;
+  const socketDir = await makeSocketDir(lib);
+  const socketPath = socketDir.socketPath;
   const denials: ProxyDenial[] = [];
   let denialCount = 0;
   const handlers = new Set<Promise<void>>();
@@ -300,7 +299,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
   const release = async () => {
     await relay?.close();
     await Promise.allSettled([...handlers]);
-    await rm(dir, { recursive: true, force: true }).catch(() => {});
+    await socketDir.remove();
     options.onClosed?.();
   };
   try {
@@ -315,11 +314,7 @@ export async function startPolicyProxy(options: PolicyProxyOptions): Promise<Pol
       refusal: capReply(maxConnections),
       onRefused: (total) => total === 1 && options.onCapReached?.(maxConnections),
     });
-    if (options.socketOwner) {
-      await chown(dir, options.socketOwner.uid, options.socketOwner.gid);
-      await chown(socketPath, options.socketOwner.uid, options.socketOwner.gid);
-    }
-    await chmod(socketPath, 0o600);
+    await socketDir.handOver(options.socketOwner);
   } catch (error) {
     await release(); // no relay thread, socket or directory outlives a failed start
     throw error;
