@@ -4,6 +4,9 @@
  * reports them as ignored, never as passed.
  * @module
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { exec, type ExecOptions, type ExecResult } from "../../src/sandbox/mod.ts";
 import { parseCgroupMounts, parseProcCgroup } from "../../src/sandbox/cgroup_host.ts";
 
@@ -181,6 +184,23 @@ export function relayThreads(): number {
  */
 export function relayThreadsSettleAt(count: number, ms = 2000): Promise<boolean> {
   return until(() => relayThreads() === count, ms);
+}
+
+/**
+ * The policy proxies' socket directories this process holds now: its pid is in their
+ * `owner.lock` (src/sandbox/proxy/socket_dir.ts), so what other processes' proxies make or
+ * remove meanwhile (another test run, a gateway) does not count.
+ */
+export function ownProxyDirs(): string[] {
+  const dir = tmpdir();
+  return readdirSync(dir).filter((name) => {
+    if (!name.startsWith("coop-proxy-")) return false;
+    try {
+      return readFileSync(join(dir, name, "owner.lock"), "utf8").trim() === String(Deno.pid);
+    } catch {
+      return false; // another user's, an older layout's, or removed while we looked
+    }
+  });
 }
 
 /** Open fds, threads and zombie children of this process. */

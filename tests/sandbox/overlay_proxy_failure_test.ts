@@ -2,16 +2,18 @@
  * A sandbox whose overlay work directory cannot be made fails closed, and leaves nothing of
  * what was started for it before: its policy proxy (relay thread, socket directory) is closed.
  */
-import { readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { exec } from "../../src/sandbox/mod.ts";
 import { dropHeldOverlays } from "../../src/sandbox/held_overlay.ts";
 import { resolvePolicy } from "../../src/sandbox/policy.ts";
-import { relayThreads, relayThreadsSettleAt, sandboxTest, withWorkspace } from "./harness.ts";
+import {
+  ownProxyDirs,
+  relayThreads,
+  relayThreadsSettleAt,
+  sandboxTest,
+  withWorkspace,
+} from "./harness.ts";
 import { testEnvironment } from "./environment_fixture.ts";
-
-const proxyDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith("coop-proxy-"));
 
 /** Makes `dir` refuse new entries: immutable as root (root ignores modes), read-only else. */
 async function refuseEntries(dir: string, refuse: boolean): Promise<void> {
@@ -40,7 +42,7 @@ sandboxTest(
           await Deno.chown(rootfs.work, resolved.sandboxUid, resolved.sandboxGid);
         }
         const threadsBefore = relayThreads();
-        const dirsBefore = proxyDirs().length;
+        const dirsBefore = ownProxyDirs();
         await refuseEntries(rootfs.work, true);
         try {
           for (let i = 0; i < 3; i++) {
@@ -51,7 +53,7 @@ sandboxTest(
           await refuseEntries(rootfs.work, false);
         }
         assert(await relayThreadsSettleAt(threadsBefore), `relay threads: ${relayThreads()}`);
-        assertEquals(proxyDirs().length, dirsBefore, "a proxy's socket directory was left");
+        assertEquals(ownProxyDirs(), dirsBefore, "a proxy's socket directory was left");
       });
     } finally {
       dropHeldOverlays(true);

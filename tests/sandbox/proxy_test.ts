@@ -7,9 +7,9 @@ import {
   type ProxyTestHooks,
   SandboxSetupError,
 } from "../../src/sandbox/mod.ts";
-import { assert, assertEquals, assertMatch, assertNotIncludes, assertRejects } from "../assert.ts";
+import { assertEquals, assertMatch, assertNotIncludes, assertRejects } from "../assert.ts";
 import { keyValues, python } from "./attacks/attack_table.ts";
-import { sandboxTest, withWorkspace } from "./harness.ts";
+import { ownProxyDirs, sandboxTest, withWorkspace } from "./harness.ts";
 import { echoServer, recordingResolver, recordingTcpServer } from "./proxy_fixture.ts";
 import { withCapturedLogs } from "../fixtures/captured_logs.ts";
 
@@ -181,7 +181,7 @@ attempt("captured", lambda: socket.create_connection(("192.0.2.1", 80), timeout=
 );
 
 sandboxTest("proxy: a failed forwarder setup stops the sandbox and the proxy", async () => {
-  const before = [...Deno.readDirSync("/tmp")].filter((e) => e.name.startsWith("coop-proxy-"));
+  const before = ownProxyDirs();
   const error = await assertRejects(
     () =>
       withWorkspace((workspace) =>
@@ -190,8 +190,8 @@ sandboxTest("proxy: a failed forwarder setup stops the sandbox and the proxy", a
     SandboxSetupError,
   );
   assertEquals(error.step, "proxy-forwarder");
-  const after = [...Deno.readDirSync("/tmp")].filter((e) => e.name.startsWith("coop-proxy-"));
-  assert(after.length <= before.length, "the proxy's socket directory was left behind");
+  const left = ownProxyDirs().filter((name) => !before.includes(name));
+  assertEquals(left, [], "the proxy's socket directory was left behind");
 });
 
 sandboxTest("proxy: a failed capture setup stops the sandbox, naming the step", async () => {
