@@ -18,7 +18,12 @@ import {
 import { sizeText } from "../environments/size_text.ts";
 import { upperLocker } from "../environments/layer_removal.ts";
 import { SandboxUpperInUseError } from "../sandbox/upper_lock.ts";
-import { type CgroupSweep, sweepDeadSandboxCgroups } from "../sandbox/mod.ts";
+import {
+  type CgroupSweep,
+  type ProxyDirSweep,
+  sweepDeadProxyDirs,
+  sweepDeadSandboxCgroups,
+} from "../sandbox/mod.ts";
 import { readPairedPeople } from "../state/paired_people_reader.ts";
 import { readSessionKeys } from "../state/session_keys_reader.ts";
 import { callerPath } from "./caller_path.ts";
@@ -62,17 +67,13 @@ async function configOf(file: string | undefined): Promise<CoopConfig | null> {
 export function renderRemoved(
   removed: readonly Removed[],
   json: boolean,
-  cgroups?: CgroupSweep,
+  leftovers?: { cgroups: CgroupSweep; proxyDirs: ProxyDirSweep },
 ): string {
   const freed = removed.reduce((sum, r) => sum + r.bytes, 0);
   const partial = removed.some((r) => r.partial);
+  const { cgroups, proxyDirs } = leftovers ?? {};
   if (json) {
-    return JSON.stringify(
-      { removed, freedBytes: freed, ...(cgroups ? { cgroups } : {}) },
-      null,
-      2,
-    ) +
-      "\n";
+    return JSON.stringify({ removed, freedBytes: freed, ...leftovers }, null, 2) + "\n";
   }
   const lines = removed.map((r) =>
     `removed ${r.what}: ${r.path} (${sizeText(r.bytes, r.partial)})`
@@ -83,6 +84,9 @@ export function renderRemoved(
   }
   for (const path of cgroups?.kept ?? []) {
     lines.push(`kept ${path}: its process is gone, but it still holds processes`);
+  }
+  if (proxyDirs?.removed.length) {
+    lines.push(`removed ${proxyDirs.removed.length} socket directories of proxies that are gone`);
   }
   return lines.length ? lines.join("\n") + "\n" : "nothing to remove\n";
 }
@@ -143,6 +147,8 @@ export async function sandboxCleanCommand(args: string[]): Promise<number> {
     })
   );
   if (!removed) return 1;
-  print(renderRemoved(removed, values.json === true, sweepDeadSandboxCgroups()));
+  // What processes killed outright left, as `coop start` sweeps it.
+  const leftovers = { cgroups: sweepDeadSandboxCgroups(), proxyDirs: await sweepDeadProxyDirs() };
+  print(renderRemoved(removed, values.json === true, leftovers));
   return 0;
 }

@@ -10,6 +10,7 @@ import { runCommand } from "../fixtures/run_command.ts";
 import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { writeBuiltManifest } from "../environments/environment_fixture.ts";
 import { cgroupHost } from "../../src/sandbox/cgroup_host.ts";
+import { cString, loadTrampoline } from "../../src/sandbox/ffi.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -122,4 +123,48 @@ Deno.test({
       fs.rmSync(dir, { recursive: true, force: true });
     }
   },
+});
+
+// The socket directory of a policy proxy whose process was killed outright (src/sandbox/proxy/
+// socket_dir.ts): `coop sandbox clean` sweeps it as `coop start` does; one whose lock is held (a
+// live proxy's) stays. Any uid: every invoker's proxies make one.
+Deno.test("coop sandbox clean: removes a dead proxy's socket directory, keeps a live one's", async () => {
+  const dir = fs.mkdtempSync(join(tmpdir(), "clean-proxy-dirs-"));
+  const lib = await loadTrampoline();
+  const proxyDir = (name: string) => {
+    const path = join(dir, name);
+    fs.mkdirSync(path, { mode: 0o700 });
+    fs.writeFileSync(join(path, "owner.lock"), "1\n");
+    // A socket file as a proxy's listener leaves it.
+    const listener = Deno.listen({ transport: "unix", path: join(path, "listening") });
+    fs.linkSync(join(path, "listening"), join(path, "proxy.sock"));
+    listener.close();
+    return path;
+  };
+  const dead = proxyDir("coop-proxy-dead01");
+  const live = proxyDir("coop-proxy-live01");
+  const holder = new TextEncoder().encode("live\n");
+  const fd = lib.coop_lock_file(
+    cString(join(live, "owner.lock")),
+    holder,
+    BigInt(holder.length),
+    new Int32Array(1),
+  );
+  ok(fd >= 0, `lock: ${fd}`);
+  try {
+    const config = join(dir, "coop.toml");
+    fs.writeFileSync(config, '[agent]\nstate_dir = "state"\n');
+    const clean = await runCommand(
+      Deno.execPath(),
+      ["run", "--allow-all", "--no-prompt", MAIN, "sandbox", "clean", "--config", config, "--json"],
+      { env: { NO_COLOR: "1", TMPDIR: dir } },
+    );
+    strictEqual(clean.code, 0, clean.stderr);
+    deepStrictEqual(JSON.parse(clean.stdout).proxyDirs.removed, [dead]);
+    ok(!fs.existsSync(dead), "the dead proxy's directory is gone");
+    ok(fs.existsSync(join(live, "proxy.sock")), "the live proxy's directory stays");
+  } finally {
+    lib.coop_close(fd);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
