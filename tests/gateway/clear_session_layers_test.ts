@@ -10,16 +10,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { ANTHROPIC as format } from "../agent/wire_formats.ts";
-import { withScriptedServer } from "../agent/scripted_server.ts";
-import { coopToml } from "../e2e/coop_toml.ts";
-import { parseConfig } from "../../src/config/config.ts";
-import { Gateway } from "../../src/gateway/gateway.ts";
-import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { sessionUpper } from "../../src/environments/environment_mounts.ts";
-import { resetUser } from "../../src/environments/environment_lifecycle.ts";
-import { upperLocker } from "../../src/environments/layer_removal.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
-import { writeBuiltManifest } from "../environments/environment_fixture.ts";
+import { withSessionUpperGateway } from "./fixtures/session_upper_gateway.ts";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 const WRITE = "mkdir -p /usr/local && echo mine > /usr/local/note && echo wrote";
@@ -36,78 +29,53 @@ sandboxTest("/clear in a messenger chat discards that session's upper layer", as
     format.toolCall("c4", "bash", [JSON.stringify({ command: `${READ}; echo "[$COOP_SESSION]"` })]),
     format.text(["other group read it"]),
   ];
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-clear-layers-" }));
-  // The sandbox's root (a dedicated uid when root runs the tests) must reach what it mounts.
-  await Deno.chmod(dir, 0o755);
-  try {
-    await withScriptedServer(script, async (server) => {
-      const text = coopToml({
-        kind: "anthropic",
-        baseUrl: server.url,
-        extra: '\n[sandbox]\nenvironment = "Coopfile"\n' +
-          '[[groups]]\nname = "family"\nmatch = ["telegram:-100", "telegram:-200"]\n' +
-          'trust = "inner"\n',
-      }).replace('match = ["http:bob"]', 'match = ["http:bob", "telegram:4242"]')
-        .replaceAll("{{dir}}", dir);
-      const file = join(dir, "coop.toml");
-      await Deno.writeTextFile(file, text);
-      const coopfile = join(dir, "Coopfile");
-      await Deno.writeTextFile(coopfile, '[base]\nimage = "host"\n[session]\nupper = "session"\n');
-      const config = parseConfig(text, file, dir);
-      writeBuiltManifest(config.agent.stateDir, coopfile);
-      const paths = environmentPaths(config.agent.stateDir, coopfile);
-      const gateway = Gateway.open(config, { executor: { env: { PATH: "/usr/bin:/bin" } } });
-      try {
-        // As the Telegram channel hands a direct message to the gateway.
-        const bob = { channel: "telegram", sender: "4242", session: "tg4242" };
-        const layer = sessionUpper(paths, "bob", { channel: "telegram", id: "tg4242" });
-        const wrote = await gateway.handle({ ...bob, text: "write a note" });
-        assertEquals(wrote.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
-        assert(existsSync(join(layer.upper, "usr/local/note")), "the write is in the layer");
+  await withSessionUpperGateway(script, async ({ gateway, server, file, paths }) => {
+    // As the Telegram channel hands a direct message to the gateway.
+    const bob = { channel: "telegram", sender: "4242", session: "tg4242" };
+    const layer = sessionUpper(paths, "bob", { channel: "telegram", id: "tg4242" });
+    const wrote = await gateway.handle({ ...bob, text: "write a note" });
+    assertEquals(wrote.tools, [{ name: "bash", sandboxed: true, exitCode: 0 }]);
+    assert(existsSync(join(layer.upper, "usr/local/note")), "the write is in the layer");
 
-        const cleared = await gateway.handle({ ...bob, text: "/clear" });
-        assertMatch(cleared.reply, /^Session cleared: /);
-        assertEquals(existsSync(layer.dir), false, "the session's layer is gone");
-        assertEquals(
-          gateway.sessions.history({ channel: "telegram", user: "bob", session: "tg4242" }),
-          [],
-        );
+    const cleared = await gateway.handle({ ...bob, text: "/clear" });
+    assertMatch(cleared.reply, /^Session cleared: /);
+    assertEquals(existsSync(layer.dir), false, "the session's layer is gone");
+    assertEquals(
+      gateway.sessions.history({ channel: "telegram", user: "bob", session: "tg4242" }),
+      [],
+    );
 
-        await gateway.handle({ ...bob, text: "read the note" });
-        assertMatch(
-          JSON.stringify(format.messages(server.requests[3].body).at(-1)),
-          /No such file or directory/,
-        );
+    await gateway.handle({ ...bob, text: "read the note" });
+    assertMatch(
+      JSON.stringify(format.messages(server.requests[3].body).at(-1)),
+      /No such file or directory/,
+    );
 
-        // Groups: bob's layer in each is his own for that group; /clear in one ends only it.
-        const group = { channel: "telegram", sender: "4242", group: "-100", addressed: true };
-        const other = { ...group, group: "-200" };
-        const groupLayer = sessionUpper(paths, "bob", { channel: "telegram", id: "group:-100" });
-        const otherLayer = sessionUpper(paths, "bob", { channel: "telegram", id: "group:-200" });
-        await gateway.handle({ ...group, session: "tg-100", text: "write in the group" });
-        assert(existsSync(join(groupLayer.upper, "usr/local/note")), "the group's layer");
-        await gateway.handle({ ...other, session: "tg-200", text: "read in another group" });
-        const otherResult = JSON.stringify(format.messages(server.requests[7].body).at(-1));
-        assertMatch(otherResult, /No such file or directory/, "another group's layer is not his");
-        assertMatch(otherResult, /\[group:-200\]/, "COOP_SESSION names the group");
-        assert(existsSync(otherLayer.dir), "the other group's layer");
-        const groupCleared = await gateway.handle({ ...group, session: "tg-100", text: "/clear" });
-        assertMatch(groupCleared.reply, /^Session cleared: /);
-        assertEquals(existsSync(groupLayer.dir), false, "the group session's layer is gone");
-        assert(existsSync(otherLayer.dir), "the other group's layer stays");
-        // coop sandbox clean keeps it too: its group's session exists.
-        const clean = await new Deno.Command(Deno.execPath(), {
-          args: ["run", "-A", "--quiet", MAIN, "sandbox", "clean", "--json", "--config", file],
-        }).output();
-        assertEquals(clean.code, 0, new TextDecoder().decode(clean.stderr));
-        assert(existsSync(otherLayer.dir), "clean kept a live group's layer");
-      } finally {
-        await gateway.drain();
-        gateway.close();
-      }
-    });
-  } finally {
-    resetUser(join(dir, "state"), "bob", true, await upperLocker());
-    await Deno.remove(dir, { recursive: true });
-  }
+    // Groups: bob's layer in each is his own for that group; /clear in one ends only it.
+    const group = { channel: "telegram", sender: "4242", group: "-100", addressed: true };
+    const other = { ...group, group: "-200" };
+    const groupLayer = sessionUpper(paths, "bob", { channel: "telegram", id: "group:-100" });
+    const otherLayer = sessionUpper(paths, "bob", { channel: "telegram", id: "group:-200" });
+    await gateway.handle({ ...group, session: "tg-100", text: "write in the group" });
+    assert(existsSync(join(groupLayer.upper, "usr/local/note")), "the group's layer");
+    await gateway.handle({ ...other, session: "tg-200", text: "read in another group" });
+    const otherResult = JSON.stringify(format.messages(server.requests[7].body).at(-1));
+    assertMatch(otherResult, /No such file or directory/, "another group's layer is not his");
+    assertMatch(otherResult, /\[group:-200\]/, "COOP_SESSION names the group");
+    assert(existsSync(otherLayer.dir), "the other group's layer");
+    const groupCleared = await gateway.handle({ ...group, session: "tg-100", text: "/clear" });
+    assertMatch(groupCleared.reply, /^Session cleared: /);
+    assertEquals(existsSync(groupLayer.dir), false, "the group session's layer is gone");
+    assert(existsSync(otherLayer.dir), "the other group's layer stays");
+    // coop sandbox clean keeps it too: its group's session exists.
+    const clean = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", MAIN, "sandbox", "clean", "--json", "--config", file],
+    }).output();
+    assertEquals(clean.code, 0, new TextDecoder().decode(clean.stderr));
+    assert(existsSync(otherLayer.dir), "clean kept a live group's layer");
+  }, {
+    extra: '[[groups]]\nname = "family"\nmatch = ["telegram:-100", "telegram:-200"]\n' +
+      'trust = "inner"\n',
+    edit: (toml) => toml.replace('match = ["http:bob"]', 'match = ["http:bob", "telegram:4242"]'),
+  });
 });

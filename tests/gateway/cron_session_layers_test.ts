@@ -5,19 +5,11 @@
  * the provider refuses the next request: the run fails, and its layer must be gone all the same.
  */
 import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import { assertEquals, assertMatch } from "../assert.ts";
 import { ANTHROPIC as format } from "../agent/wire_formats.ts";
-import { withScriptedServer } from "../agent/scripted_server.ts";
-import { coopToml } from "../e2e/coop_toml.ts";
-import { parseConfig } from "../../src/config/config.ts";
-import { Gateway } from "../../src/gateway/gateway.ts";
-import { environmentPaths } from "../../src/environments/environment_layout.ts";
 import { sessionUppersDir } from "../../src/environments/environment_mounts.ts";
-import { resetUser } from "../../src/environments/environment_lifecycle.ts";
-import { upperLocker } from "../../src/environments/layer_removal.ts";
 import { sandboxTest } from "../sandbox/harness.ts";
-import { writeBuiltManifest } from "../environments/environment_fixture.ts";
+import { withSessionUpperGateway } from "./fixtures/session_upper_gateway.ts";
 
 const WRITE = "mkdir -p /usr/local && echo mine > /usr/local/note && echo wrote";
 
@@ -42,46 +34,21 @@ sandboxTest("a failed cron run's session upper layer is discarded too", async ()
       };
     },
   ];
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "coop-cron-layers-" }));
-  // The sandbox's root (a dedicated uid when root runs the tests) must reach what it mounts.
-  await Deno.chmod(dir, 0o755);
-  try {
-    await withScriptedServer(script, async (server) => {
-      const text = coopToml({
-        kind: "anthropic",
-        baseUrl: server.url,
-        extra: '\n[sandbox]\nenvironment = "Coopfile"\n',
-      }).replaceAll("{{dir}}", dir);
-      const file = join(dir, "coop.toml");
-      await Deno.writeTextFile(file, text);
-      const coopfile = join(dir, "Coopfile");
-      await Deno.writeTextFile(coopfile, '[base]\nimage = "host"\n[session]\nupper = "session"\n');
-      const config = parseConfig(text, file, dir);
-      writeBuiltManifest(config.agent.stateDir, coopfile);
-      layers = sessionUppersDir(environmentPaths(config.agent.stateDir, coopfile), "bob");
-      const gateway = Gateway.open(config, { executor: { env: { PATH: "/usr/bin:/bin" } } });
-      try {
-        const job = {
-          name: "nightly",
-          schedule: "0 3 * * *",
-          user: "bob",
-          message: "write a note",
-          replyTo: { kind: "log" as const },
-          sandbox: {},
-        };
-        const error = await gateway.runCronJob(job, new AbortController().signal).catch((e) => e);
-        assertMatch(String(error?.message), /refused by the test/, "the run failed");
-        assertEquals(server.requests.length, 2, "the command ran and its result was sent");
-        assertMatch(JSON.stringify(format.messages(server.requests[1].body).at(-1)), /wrote/);
-        assertEquals(duringRun.length, 1, "the run had a session layer while it ran");
-        assertEquals(sessionLayers(layers), [], "the failed run's layer is gone");
-      } finally {
-        await gateway.drain();
-        gateway.close();
-      }
-    });
-  } finally {
-    resetUser(join(dir, "state"), "bob", true, await upperLocker());
-    await Deno.remove(dir, { recursive: true });
-  }
+  await withSessionUpperGateway(script, async ({ gateway, server, paths }) => {
+    layers = sessionUppersDir(paths, "bob");
+    const job = {
+      name: "nightly",
+      schedule: "0 3 * * *",
+      user: "bob",
+      message: "write a note",
+      replyTo: { kind: "log" as const },
+      sandbox: {},
+    };
+    const error = await gateway.runCronJob(job, new AbortController().signal).catch((e) => e);
+    assertMatch(String(error?.message), /refused by the test/, "the run failed");
+    assertEquals(server.requests.length, 2, "the command ran and its result was sent");
+    assertMatch(JSON.stringify(format.messages(server.requests[1].body).at(-1)), /wrote/);
+    assertEquals(duringRun.length, 1, "the run had a session layer while it ran");
+    assertEquals(sessionLayers(layers), [], "the failed run's layer is gone");
+  });
 });
