@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exec, type ExecOptions, type ExecResult } from "../../src/sandbox/mod.ts";
+import { PROXY_DIR_LOCK } from "../../src/sandbox/proxy/socket_dir.ts";
 import { parseCgroupMounts, parseProcCgroup } from "../../src/sandbox/cgroup_host.ts";
 
 /** True when the sandbox integration tests should run. */
@@ -187,16 +188,15 @@ export function relayThreadsSettleAt(count: number, ms = 2000): Promise<boolean>
 }
 
 /**
- * The policy proxies' socket directories this process holds now: its pid is in their
- * `owner.lock` (src/sandbox/proxy/socket_dir.ts), so what other processes' proxies make or
- * remove meanwhile (another test run, a gateway) does not count.
+ * The policy proxies' socket directories in `parent` (default: the temporary directory) that this
+ * process holds now: its pid is in their lock file (src/sandbox/proxy/socket_dir.ts), so what
+ * other processes' proxies make or remove meanwhile (another test run, a gateway) does not count.
  */
-export function ownProxyDirs(): string[] {
-  const dir = tmpdir();
-  return readdirSync(dir).filter((name) => {
+export function ownProxyDirs(parent: string = tmpdir()): string[] {
+  return readdirSync(parent).filter((name) => {
     if (!name.startsWith("coop-proxy-")) return false;
     try {
-      return readFileSync(join(dir, name, "owner.lock"), "utf8").trim() === String(Deno.pid);
+      return readFileSync(join(parent, name, PROXY_DIR_LOCK), "utf8").trim() === String(Deno.pid);
     } catch {
       return false; // another user's, an older layout's, or removed while we looked
     }

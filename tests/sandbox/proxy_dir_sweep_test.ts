@@ -7,7 +7,7 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { dirname } from "node:path";
+import { basename, dirname } from "node:path";
 import { assert, assertEquals } from "../assert.ts";
 import {
   type PolicyProxy,
@@ -16,7 +16,7 @@ import {
   sweepDeadProxyDirs,
 } from "../../src/sandbox/mod.ts";
 import { cString, loadTrampoline } from "../../src/sandbox/ffi.ts";
-import { sandboxTest, startScript, withWorkspace } from "./harness.ts";
+import { ownProxyDirs, sandboxTest, startScript, withWorkspace } from "./harness.ts";
 import { makeCoopHome, startGateway, stopGateway } from "../e2e/gateway_process.ts";
 
 const CHILD = new URL("./proxy_holder_child.ts", import.meta.url).pathname;
@@ -70,6 +70,8 @@ sandboxTest("proxy sweep: a killed process's directory goes; live proxies' stay"
     const own = await proxyIn(parent, { allowDomains: [] });
     try {
       assert(own.socketPath.startsWith(`${parent}/coop-proxy-`), own.socketPath);
+      // What the leak checks of other tests count by (the harness's ownProxyDirs()).
+      assertEquals(ownProxyDirs(parent), [basename(dirname(own.socketPath))]);
       assertEquals((await sweepDeadProxyDirs(parent)).removed, [], "both proxies are alive");
       await killed(child.process);
       const left = dirname(child.socketPath);

@@ -24,7 +24,9 @@ const log = getLogger(["coop", "sandbox"]);
 /** `mkdtemp`'s names: the prefix and six letters or digits. */
 const SOCKET_DIR = /^coop-proxy-[A-Za-z0-9]{6}$/;
 const SOCKET = "proxy.sock";
-const LOCK = "owner.lock";
+/** The lock file in each socket directory; its text is the holder's pid (for people and tests). */
+export const PROXY_DIR_LOCK = "owner.lock";
+const LOCK = PROXY_DIR_LOCK;
 
 /** What a holder writes into its lock file: its pid, for a person looking (the lock decides). */
 const HOLDER = new TextEncoder().encode(`${process.pid}\n`);
